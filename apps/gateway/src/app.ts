@@ -1,0 +1,119 @@
+import type { Tokenizer } from '@loopline/core';
+import { createTokenizer } from '@loopline/llm';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { GatewayDeps } from './deps.ts';
+import { inspectorPlugin } from './inspector/index.ts';
+import { operatorAuth, tenantAuth } from './plugins/auth.ts';
+import { bullBoardPlugin } from './plugins/bull-board.ts';
+import { installErrorHandling, sendProblem, toProblem } from './plugins/errors.ts';
+import {
+  createGatewayMetrics,
+  type GatewayMetrics,
+  installRequestMetrics,
+  metricsRoutes,
+} from './plugins/metrics.ts';
+import { registerOpenApi } from './plugins/openapi.ts';
+import { registerRateLimit } from './plugins/rate-limit.ts';
+import { installRequestLogContext } from './plugins/request-log.ts';
+import { adminRoutes } from './routes/admin.ts';
+import { agentRoutes } from './routes/agents.ts';
+import { batchRoutes } from './routes/batches.ts';
+import { compactRoutes } from './routes/compact.ts';
+import { contextRoutes } from './routes/context.ts';
+import { eventRoutes } from './routes/events.ts';
+import { healthRoutes } from './routes/health.ts';
+import { messageRoutes } from './routes/messages.ts';
+import { sessionControlRoutes } from './routes/session-control.ts';
+import { sessionRoutes } from './routes/sessions.ts';
+import { toolRoutes } from './routes/tools.ts';
+
+// buildApp(deps): the whole HTTP gateway, with no I/O of its own until a request arrives.
+// server.ts listens and handles signals; tests call inject() (STYLE 18).
+//
+// Layout: root (errors, OpenAPI, health) → /v1/admin (operator token) → /v1 (tenant API key)
+// → /admin/queues (Bull Board, operator token or cookie). Each route file is an encapsulated
+// plugin; `deps` and `request.tenant` are the only decorators.
+
+/** deps with the tokenizer resolved (o200k_base tiktoken unless one was injected) and the metrics. */
+export type AppDeps = GatewayDeps & { tokenizer: Tokenizer; metrics: GatewayMetrics };
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    deps: AppDeps;
+  }
+}
+
+export const BODY_LIMIT = 2 * 1024 * 1024;
+export const BULL_BOARD_PATH = '/admin/queues';
+
+export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
+  if (!deps.operatorToken) throw new Error('buildApp: operatorToken is required');
+  const app = Fastify({
+    logger: deps.logger ?? false,
+    bodyLimit: BODY_LIMIT,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+    // Errors raised before routing (bad percent-encoding, over-long ids) get the problem body too.
+    frameworkErrors: (err, request, reply) => {
+      const problem =
+        err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+          ? { status: 404, code: 'not_found', message: 'Not found: a path parameter is too long' }
+          : toProblem(err);
+      request.log.info({ code: problem.code, url: request.url }, problem.message);
+      sendProblem(reply, problem);
+    },
+  }).withTypeProvider<ZodTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  const metrics = deps.metrics ?? createGatewayMetrics();
+  app.decorate('deps', { ...deps, tokenizer: deps.tokenizer ?? createTokenizer('o200k_base'), metrics });
+  app.decorateRequest('tenant', null);
+
+  installErrorHandling(app);
+  installRequestMetrics(app, metrics);
+  installRequestLogContext(app); // tenantId/sessionId on request logs, after auth
+  await registerOpenApi(app, deps.publicUrl);
+
+  await app.register(healthRoutes);
+  await app.register(metricsRoutes, {
+    metrics,
+    queues: () => deps.queues.all(),
+    operatorToken: deps.operatorToken,
+  }); // GET /metrics (operator token)
+
+  await app.register(
+    async (admin) => {
+      admin.addHook('onRequest', operatorAuth(deps.operatorToken));
+      await admin.register(adminRoutes);
+    },
+    { prefix: '/v1/admin' },
+  );
+
+  await app.register(
+    async (v1) => {
+      v1.addHook('onRequest', tenantAuth(deps));
+      await registerRateLimit(v1, deps); // per API key, after auth; before the routes it covers
+      await v1.register(agentRoutes);
+      await v1.register(toolRoutes);
+      await v1.register(sessionRoutes);
+      await v1.register(messageRoutes);
+      await v1.register(eventRoutes, { heartbeatMs: deps.sseHeartbeatMs });
+      await v1.register(compactRoutes);
+      await v1.register(contextRoutes);
+      await v1.register(sessionControlRoutes); // abort, client tool results
+      await v1.register(batchRoutes);
+    },
+    { prefix: '/v1' },
+  );
+
+  await app.register(bullBoardPlugin, {
+    prefix: BULL_BOARD_PATH,
+    basePath: BULL_BOARD_PATH,
+    queues: deps.queues.all(),
+    operatorToken: deps.operatorToken,
+  });
+  await app.register(inspectorPlugin); // /admin/inspector and /v1/admin/sessions (operator token)
+
+  return app;
+}

@@ -1,0 +1,41 @@
+import type { RuntimeFlags, Tokenizer } from '@loopline/core';
+import type { Db } from '@loopline/db';
+import type { KeySpace, Queues } from '@loopline/queue';
+import type { FastifyServerOptions } from 'fastify';
+import type { Redis } from 'ioredis';
+import type { GatewayMetrics } from './plugins/metrics.ts';
+
+// The resource bag the gateway is built from (STYLE 13): no module singletons. server.ts builds
+// it from the environment; tests build it from their own database and Redis key namespace.
+
+export interface GatewayDeps {
+  db: Db;
+  /** Shared command connection. SSE clients get their own `redis.duplicate()` (XREAD BLOCK). */
+  redis: Redis;
+  queues: Queues;
+  keys: KeySpace;
+  /** Counts tokens of written parts; defaults to @loopline/llm's o200k_base tokenizer. */
+  tokenizer?: Tokenizer;
+  /** Guards /v1/admin/* and Bull Board. */
+  operatorToken: string;
+  /** Fastify logger option: false in tests, pino options in production. */
+  logger?: FastifyServerOptions['logger'];
+  /** Public base URL, written into the OpenAPI document's servers list. */
+  publicUrl?: string;
+  /** SSE heartbeat interval (default 15 s); tests shorten it. */
+  sseHeartbeatMs?: number;
+  /**
+   * LOOPLINE_DISABLE_AUTOCOMPACT / LOOPLINE_DISABLE_PRUNE as the workers see them: the gauge and
+   * /context report what is in effect. Default: both off (nothing disabled).
+   */
+  flags?: Partial<RuntimeFlags>;
+  /**
+   * Requests per API key per window when the tenant sets no requestsPerMinute (0 or absent: no
+   * limit), and the window (default a minute; tests shorten it). Counters live in Redis.
+   */
+  rateLimit?: { perMinute?: number; timeWindowMs?: number };
+  /** POST /v1/batches: most conversations per batch (default 10,000), body limit (default 32 MiB). */
+  batches?: { maxConversations?: number; bodyLimit?: number };
+  /** Prometheus registry and metrics (plugins/metrics.ts); default: a new one per app. */
+  metrics?: GatewayMetrics;
+}

@@ -1,0 +1,129 @@
+import { readFileSync } from 'node:fs';
+import { SessionStatus } from '@loopline/core';
+import { getSessionAnyTenant, listSessionsAllTenants, type OperatorSession } from '@loopline/db';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { AppDeps } from '../app.ts';
+import { notFound } from '../lib/http-error.ts';
+import { operatorAuth, operatorBrowserAuth } from '../plugins/auth.ts';
+import { ID_PATTERN } from '../schemas.ts';
+import { inspectSession } from './inspect.ts';
+
+// The session inspector (operator token): a page at /admin/inspector (plain HTML, one script,
+// one stylesheet, all served from here so the Content-Security-Policy can be `'self'` only) and
+// the JSON it reads, any tenant's sessions:
+//
+//   GET /v1/admin/sessions?tenant=&status=&limit=    pick a session   (Authorization: Bearer)
+//   GET /v1/admin/sessions/:id/inspect               session, log, compactions, steps, series
+//   GET /admin/inspector[?session=…]                 the page (Bearer, cookie, or ?token= once)
+//   GET /admin/inspector/api/sessions, …/api/sessions/:id   the same JSON for the page (cookie)
+//
+// Browser auth is Bull Board's: `?token=` once trades the token for an HttpOnly, SameSite=Strict
+// cookie (a MAC of the token) scoped to /admin/inspector, so /v1/admin/* stays bearer-only. The
+// routes are hidden from the OpenAPI document (operator tooling, not the tenant API).
+
+export const INSPECTOR_PATH = '/admin/inspector';
+
+const asset = (name: string): string => readFileSync(new URL(`./assets/${name}`, import.meta.url), 'utf8');
+
+const CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+const ListQuery = z.strictObject({
+  tenant: z.string().regex(ID_PATTERN, 'tenant must be a tenant id').optional().describe('Only this tenant'),
+  status: SessionStatus.optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+});
+const SessionParam = z.object({ id: z.string() });
+
+function sessionRow(s: OperatorSession) {
+  return {
+    id: s.id,
+    tenantId: s.tenantId,
+    tenantName: s.tenantName,
+    agent: s.agentName,
+    model: s.agent.model,
+    status: s.status,
+    title: s.title,
+    stepCount: s.stepCount,
+    compactionCount: s.compactionCount,
+    lastSeq: s.lastSeq,
+    createdAt: s.createdAt.toISOString(),
+    updatedAt: s.updatedAt.toISOString(),
+  };
+}
+
+/** The JSON routes, registered twice: bearer-only under /v1/admin, cookie-friendly for the page. */
+function jsonRoutes(deps: AppDeps, inspectPath: string): FastifyPluginAsyncZod {
+  return async (app) => {
+    app.get('/sessions', { schema: { hide: true, querystring: ListQuery } }, async (request) => {
+      const { tenant, status, limit } = request.query;
+      const rows = await listSessionsAllTenants(deps.db, {
+        limit,
+        ...(tenant !== undefined ? { tenantId: tenant } : {}),
+        ...(status !== undefined ? { status } : {}),
+      });
+      return { sessions: rows.map(sessionRow) };
+    });
+    app.get(inspectPath, { schema: { hide: true, params: SessionParam } }, async (request) => {
+      const id = request.params.id;
+      const session = ID_PATTERN.test(id) ? await getSessionAnyTenant(deps.db, id) : undefined;
+      if (!session) throw notFound('session', id);
+      return inspectSession(deps, session);
+    });
+  };
+}
+
+function secure(reply: FastifyReply): FastifyReply {
+  return reply
+    .header('content-security-policy', CSP)
+    .header('x-content-type-options', 'nosniff')
+    .header('referrer-policy', 'no-referrer')
+    .header('x-frame-options', 'DENY')
+    .header('cache-control', 'no-store');
+}
+
+export async function inspectorPlugin(app: FastifyInstance): Promise<void> {
+  const deps = app.deps;
+  const html = asset('inspector.html');
+  const js = asset('inspector.js');
+  const css = asset('inspector.css');
+
+  await app.register(
+    async (admin) => {
+      admin.addHook('onRequest', operatorAuth(deps.operatorToken));
+      await admin.register(jsonRoutes(deps, '/sessions/:id/inspect'));
+    },
+    { prefix: '/v1/admin' },
+  );
+
+  await app.register(
+    async (page) => {
+      page.addHook('onRequest', operatorBrowserAuth(deps.operatorToken, INSPECTOR_PATH));
+      page.addHook('onSend', async (_request, reply) => {
+        secure(reply);
+      });
+      page.get('/', { schema: { hide: true } }, async (_request, reply) =>
+        reply.type('text/html; charset=utf-8').send(html),
+      );
+      page.get('/app.js', { schema: { hide: true } }, async (_request, reply) =>
+        reply.type('text/javascript; charset=utf-8').send(js),
+      );
+      page.get('/app.css', { schema: { hide: true } }, async (_request, reply) =>
+        reply.type('text/css; charset=utf-8').send(css),
+      );
+      await page.register(jsonRoutes(deps, '/sessions/:id'), { prefix: '/api' });
+    },
+    { prefix: INSPECTOR_PATH },
+  );
+}

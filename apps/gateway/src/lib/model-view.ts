@@ -1,0 +1,68 @@
+import {
+  BUILTIN_TOOLS,
+  builtinToolDefinitions,
+  canRunAsSubagent,
+  filterCompacted,
+  PROVIDER_DEFAULT_PROMPT,
+  queueView,
+  requestOverhead,
+  type SessionStatus,
+  systemBlocks,
+  TASK_TOOL_NAME,
+  type ToolDefinition,
+  type WithParts,
+} from '@loopline/core';
+import { getToolsByName, listAgents, loadHistory, type SessionInfo } from '@loopline/db';
+import type { AppDeps } from '../app.ts';
+
+// What the next model call of a session is built from, computed the way the worker's step does
+// (apps/worker/src/session-context.ts and step/request.ts): history loaded from the session's
+// boundary pointer, filterCompacted, then the system blocks and tool definitions.
+
+export interface ModelInput {
+  /** The log from the boundary pointer on (reverted rows excluded), seq order. */
+  history: WithParts[];
+  /** filterCompacted history: what the model sees, in the order it sees it. */
+  visible: WithParts[];
+  system: string[];
+  /** tiktoken count of the system blocks and tool definitions (core's requestOverhead). */
+  overhead: number;
+}
+
+export async function modelInput(deps: AppDeps, session: SessionInfo): Promise<ModelInput> {
+  const history = await loadHistory(deps.db, session.tenantId, session.id, { fromSeq: session.boundarySeq });
+  const agent = session.agent;
+  // midRunMessages "queue": messages sent during a turn wait for its end (core queueView), as in the worker.
+  const visible =
+    agent.midRunMessages === 'queue' ? queueView(filterCompacted(history)).view : filterCompacted(history);
+  const lastUser = [...visible].reverse().find((m) => m.info.role === 'user');
+  const system = systemBlocks({
+    ...(agent.system !== undefined ? { agentPrompt: agent.system } : {}),
+    providerDefault: PROVIDER_DEFAULT_PROMPT,
+    ...(lastUser?.info.role === 'user' && lastUser.info.system ? { userSystem: lastUser.info.system } : {}),
+  });
+  const names = agent.tools.filter((t) => !(BUILTIN_TOOLS as readonly string[]).includes(t));
+  const defined = names.length > 0 ? await getToolsByName(deps.db, session.tenantId, names) : [];
+  const tools: ToolDefinition[] = [
+    ...defined.map((t) => ({
+      name: t.name,
+      description: t.config.description,
+      inputSchema: t.config.inputSchema,
+    })),
+    // read_output always, task when listed: the worker's step/request.ts sends the same.
+    ...builtinToolDefinitions(agent.tools, await subagentNames(deps, session)),
+  ];
+  return { history, visible, system, overhead: requestOverhead(deps.tokenizer, system, tools) };
+}
+
+/** Agents the task tool may start (mode subagent or all), sorted; read only when the agent has task. */
+async function subagentNames(deps: AppDeps, session: SessionInfo): Promise<string[]> {
+  if (!session.agent.tools.includes(TASK_TOOL_NAME)) return [];
+  return (await listAgents(deps.db, session.tenantId))
+    .filter((a) => canRunAsSubagent(a.config))
+    .map((a) => a.name)
+    .sort();
+}
+
+/** Statuses in which the loop is working: a message arriving now is a mid-run message. */
+export const RUNNING_STATUSES: readonly SessionStatus[] = ['running', 'compacting', 'waiting'];

@@ -1,0 +1,29 @@
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { FastifyAdapter } from '@bull-board/fastify';
+import type { Queue } from 'bullmq';
+import type { FastifyPluginAsync } from 'fastify';
+import { operatorBrowserAuth } from './auth.ts';
+import { toProblem } from './errors.ts';
+
+// Bull Board over every Loopline queue, behind the operator token. Register with the prefix
+// given as basePath (e.g. /admin/queues).
+
+export interface BullBoardOptions {
+  queues: Queue[];
+  operatorToken: string;
+  basePath: string;
+}
+
+export const bullBoardPlugin: FastifyPluginAsync<BullBoardOptions> = async (app, opts) => {
+  const serverAdapter = new FastifyAdapter();
+  serverAdapter.setBasePath(opts.basePath);
+  createBullBoard({ queues: opts.queues.map((q) => new BullMQAdapter(q)), serverAdapter });
+  // Same problem body as the rest of the API (Bull Board's own handler has its own shape).
+  serverAdapter.setErrorHandler((err) => {
+    const p = toProblem(err);
+    return { status: p.status as 500, body: { error: { code: p.code, message: p.message } } };
+  });
+  app.addHook('onRequest', operatorBrowserAuth(opts.operatorToken, opts.basePath));
+  await app.register(serverAdapter.registerPlugin());
+};

@@ -1,0 +1,51 @@
+import type { UserPartInput } from '@loopline/db';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { appendAndWake, withTokens } from '../lib/append.ts';
+import { HttpError } from '../lib/http-error.ts';
+import { loadSession } from '../lib/sessions.ts';
+import { tenantOf } from '../plugins/auth.ts';
+import { AcceptedMessage, CompactBody, IdParam, withErrors } from '../schemas.ts';
+
+// Manual compaction: a synthetic user message holding one compaction part (auto: false), then a
+// step. The loop runs it as its pending task; a manual compaction adds no continue message.
+
+const refuseWhileCompacting = (status: string) =>
+  status === 'compacting' ? new HttpError('conflict', 'The session is already compacting') : undefined;
+
+export const compactRoutes: FastifyPluginAsyncZod = async (app) => {
+  const deps = app.deps;
+
+  app.post(
+    '/sessions/:id/compact',
+    {
+      schema: {
+        tags: ['sessions'],
+        summary: 'Compact the session now (optional extra instructions for the summary)',
+        description: 'Returns 202 with the compaction message; 409 while the session is compacting.',
+        params: IdParam,
+        body: CompactBody,
+        response: withErrors({ 202: AcceptedMessage }),
+      },
+    },
+    async (request, reply) => {
+      const tenantId = tenantOf(request).id;
+      const session = await loadSession(deps, tenantId, request.params.id);
+      const instructions = request.body?.instructions;
+      const part: UserPartInput = {
+        type: 'compaction',
+        auto: false,
+        overflow: false,
+        ...(instructions !== undefined ? { instructions } : {}),
+        tokens: 0,
+      };
+      const { response } = await appendAndWake(deps, request.log, {
+        tenantId,
+        session,
+        parts: withTokens([part], deps.tokenizer),
+        synthetic: true,
+        refuse: refuseWhileCompacting,
+      });
+      return reply.status(202).send(response);
+    },
+  );
+};

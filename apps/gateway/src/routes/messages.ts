@@ -1,0 +1,99 @@
+import { toModelMessages } from '@loopline/core';
+import { loadHistory, type UserPartInput } from '@loopline/db';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { appendAndWake, requestHash, withTokens } from '../lib/append.ts';
+import { modelInput } from '../lib/model-view.ts';
+import { loadSession } from '../lib/sessions.ts';
+import { tenantOf } from '../plugins/auth.ts';
+import {
+  AcceptedMessage,
+  IdempotencyHeaders,
+  IdParam,
+  MessagesQuery,
+  MessagesResponse,
+  PostMessageBody,
+  withErrors,
+} from '../schemas.ts';
+
+// User messages in, history out. POST appends (idempotently with Idempotency-Key) and wakes the
+// session; GET shows the append-only log or exactly what the model would be sent next.
+
+const tags = ['sessions'];
+
+export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
+  const deps = app.deps;
+
+  app.post(
+    '/sessions/:id/messages',
+    {
+      schema: {
+        tags,
+        summary: 'Append a user message and wake the session',
+        description:
+          'Returns 202 once the message is stored and the session woken. With an Idempotency-Key, a retry with ' +
+          'the same body returns the first response and writes nothing; the same key with another body is 409. ' +
+          'A message that arrives while the session runs is marked midRun (steered into the current turn, or ' +
+          'queued, per the agent).',
+        params: IdParam,
+        headers: IdempotencyHeaders,
+        body: PostMessageBody,
+        response: withErrors({ 202: AcceptedMessage }),
+      },
+    },
+    async (request, reply) => {
+      const tenantId = tenantOf(request).id;
+      const session = await loadSession(deps, tenantId, request.params.id);
+      const body = request.body;
+      const parts: UserPartInput[] = [{ type: 'text', text: body.text, tokens: 0 }];
+      for (const f of body.files ?? [])
+        parts.push({
+          type: 'file',
+          url: f.url,
+          mime: f.mime,
+          ...(f.filename ? { filename: f.filename } : {}),
+          tokens: 0,
+        });
+      const key = request.headers['idempotency-key'];
+      const { response } = await appendAndWake(deps, request.log, {
+        tenantId,
+        session,
+        parts: withTokens(parts, deps.tokenizer),
+        ...(body.system !== undefined ? { system: body.system } : {}),
+        ...(key !== undefined ? { idempotency: { key, requestHash: requestHash(body) } } : {}),
+      });
+      return reply.status(202).send(response);
+    },
+  );
+
+  app.get(
+    '/sessions/:id/messages',
+    {
+      schema: {
+        tags,
+        summary: 'The session history: the full log, or the model view',
+        description:
+          'view=log (default): every message and part ever written, including reverted ones and replaced ' +
+          'history before compactions. view=model: from the newest compaction boundary, filtered and converted ' +
+          'exactly as the next model call will send it, with the system blocks.',
+        params: IdParam,
+        querystring: MessagesQuery,
+        response: withErrors({ 200: MessagesResponse }),
+      },
+    },
+    async (request) => {
+      const tenantId = tenantOf(request).id;
+      const session = await loadSession(deps, tenantId, request.params.id);
+      if (request.query.view === 'log') {
+        const messages = await loadHistory(deps.db, tenantId, session.id, { includeReverted: true });
+        return { view: 'log' as const, messages };
+      }
+      const agent = session.agent;
+      const { visible, system } = await modelInput(deps, session);
+      const messages = toModelMessages(visible, {
+        steer: agent.midRunMessages === 'steer',
+        resendsReasoning: agent.resendsReasoning,
+      });
+      return { view: 'model' as const, system, messages };
+    },
+  );
+};

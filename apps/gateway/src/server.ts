@@ -1,0 +1,98 @@
+import { closeDb, createDb, migrateToLatest } from '@loopline/db';
+import { createQueues, keySpace } from '@loopline/queue';
+import { Redis } from 'ioredis';
+import { buildApp } from './app.ts';
+
+// The gateway process: reads the environment, migrates, listens, and shuts down gracefully on
+// SIGTERM/SIGINT (stop accepting, end SSE streams, finish in-flight requests, close pools).
+//
+//   DATABASE_URL             postgres://…            (required)
+//   REDIS_URL                redis://127.0.0.1:6379  (default)
+//   LOOPLINE_OPERATOR_TOKEN  guards /v1/admin/* and Bull Board (required)
+//   LOOPLINE_NAMESPACE       Redis key namespace     (default loopline)
+//   PORT / HOST              3000 / 0.0.0.0
+//   PUBLIC_URL               written into the OpenAPI servers list (optional)
+//   LOG_LEVEL                pino level              (default info)
+//   LOOPLINE_DISABLE_AUTOCOMPACT / LOOPLINE_DISABLE_PRUNE   reported by the gauge and /context
+//                            (set them as the workers have them; "1" or "true")
+//   LOOPLINE_RATE_LIMIT_PER_MINUTE  requests per API key per minute when the tenant sets none
+//                            (default 600; 0 = no limit); LOOPLINE_RATE_LIMIT_WINDOW_MS (60000)
+//   LOOPLINE_BATCH_MAX_CONVERSATIONS  conversations per batch (default 10000)
+
+const flag = (name: string): boolean => process.env[name] === '1' || process.env[name] === 'true';
+const int = (name: string, fallback: number): number => {
+  const value = process.env[name];
+  return value ? Number.parseInt(value, 10) : fallback;
+};
+
+function required(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is required`);
+  return value;
+}
+
+export async function main(): Promise<void> {
+  const databaseUrl = required('DATABASE_URL');
+  const operatorToken = required('LOOPLINE_OPERATOR_TOKEN');
+  const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const port = Number(process.env.PORT ?? 3000);
+  const host = process.env.HOST ?? '0.0.0.0';
+
+  const db = createDb(databaseUrl, { applicationName: 'loopline-gateway' });
+  await migrateToLatest(db);
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 3 });
+  const keys = keySpace(process.env.LOOPLINE_NAMESPACE ?? 'loopline');
+  const queues = createQueues(redis, keys);
+
+  const app = await buildApp({
+    db,
+    redis,
+    queues,
+    keys,
+    operatorToken,
+    logger: { level: process.env.LOG_LEVEL ?? 'info' },
+    flags: {
+      disableAutocompact: flag('LOOPLINE_DISABLE_AUTOCOMPACT'),
+      disablePrune: flag('LOOPLINE_DISABLE_PRUNE'),
+    },
+    rateLimit: {
+      perMinute: int('LOOPLINE_RATE_LIMIT_PER_MINUTE', 600),
+      timeWindowMs: int('LOOPLINE_RATE_LIMIT_WINDOW_MS', 60_000),
+    },
+    batches: { maxConversations: int('LOOPLINE_BATCH_MAX_CONVERSATIONS', 10_000) },
+    ...(process.env.PUBLIC_URL ? { publicUrl: process.env.PUBLIC_URL } : {}),
+  });
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    app.log.info({ signal }, 'shutting down');
+    const force = setTimeout(() => {
+      app.log.error('shutdown timed out');
+      process.exit(1);
+    }, 25_000);
+    force.unref();
+    try {
+      await app.close();
+      await queues.close();
+      redis.disconnect();
+      await closeDb(db);
+      app.log.info('stopped');
+    } catch (err) {
+      app.log.error({ err }, 'shutdown failed');
+      process.exitCode = 1;
+    }
+  };
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+  process.once('SIGINT', () => void stop('SIGINT'));
+
+  await app.listen({ port, host });
+}
+
+if (import.meta.main) {
+  main().catch((err: unknown) => {
+    process.stderr.write(`gateway failed to start: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,62 @@
+import { autoCompactEnabled, pendingCompaction } from '@loopline/core';
+import { jobIds, PRIORITY } from '@loopline/queue';
+import type { Logger } from 'pino';
+import type { WorkerDeps } from '../deps.ts';
+import { lastCompactionTokensAfter, type SessionContext } from '../session-context.ts';
+
+// Background compaction (CONTEXT.md §2, seed 004's two thresholds): an idle session whose next
+// prompt is above `background` (trigger × backgroundRatio) is compacted after an idle delay, so
+// its next turn starts with room to spare. The job id carries the session's step count: a turn
+// that starts first changes the count, and the job, when it runs, finds it and does nothing.
+
+/** Why an idle session gets no background compaction now; undefined when it should get one. */
+export async function backgroundSkipReason(
+  deps: WorkerDeps,
+  ctx: SessionContext,
+): Promise<string | undefined> {
+  if (ctx.session.status !== 'idle') return `session is ${ctx.session.status}`;
+  if (!autoCompactEnabled(ctx.agent.compaction, deps.flags)) return 'automatic compaction is off';
+  if (ctx.estimate < ctx.budget.background) return 'below the background threshold';
+  if (pendingCompaction(ctx.view)) return 'a compaction is already pending';
+  // Never two automatic compactions in a row without growth (§5.6).
+  const after = await lastCompactionTokensAfter(deps, ctx.session.tenantId, ctx.session.id);
+  const margin = ctx.agent.compaction.growthMargin * ctx.budget.trigger;
+  if (after !== undefined && ctx.estimate - after < margin) return 'no growth since the last compaction';
+  return undefined;
+}
+
+/** Called after the idle prune pass. */
+export async function scheduleBackground(deps: WorkerDeps, ctx: SessionContext, log: Logger): Promise<void> {
+  const skip = await backgroundSkipReason(deps, ctx);
+  if (skip) {
+    log.debug({ reason: skip, estimate: ctx.estimate }, 'no background compaction');
+    return;
+  }
+  const { session } = ctx;
+  const delay = ctx.agent.compaction.backgroundDelayMs;
+  await deps.queues.add(
+    'background',
+    jobIds.background(session.id, session.stepCount),
+    { tenantId: session.tenantId, sessionId: session.id, stepCount: session.stepCount },
+    { delay, priority: PRIORITY.background },
+  );
+  log.info(
+    { estimate: ctx.estimate, background: ctx.budget.background, delayMs: delay },
+    'background compaction scheduled',
+  );
+}
+
+/** A turn is starting: the delayed background job of the idle period before it is obsolete. */
+export async function cancelBackground(
+  deps: WorkerDeps,
+  sessionId: string,
+  stepCount: number,
+  log: Logger,
+): Promise<void> {
+  try {
+    await deps.queues.background.remove(jobIds.background(sessionId, stepCount));
+  } catch (err) {
+    // Already running (locked): it finds the new turn by itself and does nothing.
+    log.debug({ err }, 'background compaction not removed');
+  }
+}

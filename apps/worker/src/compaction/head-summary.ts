@@ -1,0 +1,147 @@
+import {
+  addUsage,
+  buildCompactionInput,
+  buildMergeInput,
+  chunkForSummary,
+  compactionInputTokens,
+  emptyUsage,
+  exceedsWindow,
+  OUTPUT_TOKEN_MAX,
+  type SummaryPromptInput,
+  type Usage,
+  type WithParts,
+} from '@loopline/core';
+import type { ClassifiedError } from '@loopline/llm';
+import type { WorkerDeps } from '../deps.ts';
+import type { SessionWriter } from '../session-writer.ts';
+import { requestTokens, type SummaryModel, type SummaryOutcome, summarize } from './summarize.ts';
+import { ignoreSummaryParts } from './summary-message.ts';
+
+// The LLM rungs of one head (CONTEXT.md §5.6): one summary request when it fits the summary
+// model's window; otherwise — or when the provider answers "too long" — the head in chunks that
+// fit (map), then one merge request. A chunk the provider still rejects halves the chunk size.
+// Returns the summary text (streamed into the summary message) or why no LLM summary was made;
+// the caller falls to the structural rung then.
+
+export type HeadSummary =
+  | { ok: true; text: string; usage: Usage; partIds: string[]; chunked: boolean }
+  | { ok: false; error: ClassifiedError; usage: Usage; partIds: string[] };
+
+export interface HeadSummaryInput {
+  head: WithParts[];
+  model: SummaryModel;
+  prompt: Omit<SummaryPromptInput, 'previousSummary'>;
+  /** Provider tokens per tiktoken token. */
+  ratio: number;
+  writer: SessionWriter;
+  summaryMessageId: string;
+  signal: AbortSignal;
+}
+
+/** Halvings of the chunk size tried before giving up on chunking. */
+export const CHUNK_ROUNDS = 3;
+/** More partial summaries than this are not worth their cost: the structural rung takes over. */
+export const MAX_CHUNKS = 12;
+/** Below this chunk size a summary says little more than the structural one. */
+export const MIN_CHUNK_TOKENS = 256;
+
+export async function summarizeHead(deps: WorkerDeps, input: HeadSummaryInput): Promise<HeadSummary> {
+  const { model, ratio } = input;
+  const messages = buildCompactionInput(input.head, input.prompt);
+  const size = Math.ceil(requestTokens(deps.tokenizer, messages) * ratio);
+  if (!exceedsWindow(size, model.limits)) {
+    const out = await summarize(deps, {
+      model,
+      messages,
+      signal: input.signal,
+      persist: persistTo(input),
+      tenantId: input.writer.ctx.tenantId,
+    });
+    if (out.ok) return { ...out, chunked: false };
+    if (out.error.kind !== 'overflow') return failed(out, emptyUsage());
+    await ignoreSummaryParts(input.writer, input.summaryMessageId, out.partIds);
+  }
+  return summarizeInChunks(deps, input);
+}
+
+async function summarizeInChunks(deps: WorkerDeps, input: HeadSummaryInput): Promise<HeadSummary> {
+  const { model, ratio, head, signal } = input;
+  const fixed = requestTokens(deps.tokenizer, buildCompactionInput([], input.prompt));
+  let budget = Math.floor((windowOf(model) / ratio) * 0.9) - fixed;
+  let usage = emptyUsage();
+  for (
+    let round = 0;
+    round < CHUNK_ROUNDS && budget >= MIN_CHUNK_TOKENS;
+    round++, budget = Math.floor(budget / 2)
+  ) {
+    const chunks = chunkForSummary(head, budget);
+    if (chunks.length === 0) break;
+    if (chunks.length > MAX_CHUNKS) return gaveUp(usage, `the head needs more than ${MAX_CHUNKS} chunks`);
+    // A single message larger than a chunk does not shrink by halving.
+    if (chunks.some((chunk) => chunk.reduce((s, m) => s + compactionInputTokens(m), 0) > budget)) {
+      return gaveUp(usage, 'one message alone is larger than the summary model window');
+    }
+    const partials: string[] = [];
+    let rejected = false;
+    for (const chunk of chunks) {
+      // One chunk is the whole head: its summary is the summary (anchored on the previous one).
+      const single = chunks.length === 1;
+      const out = await summarize(deps, {
+        model,
+        messages: buildCompactionInput(single ? head : chunk, input.prompt),
+        signal,
+        persist: single ? persistTo(input) : undefined,
+        tenantId: input.writer.ctx.tenantId,
+      });
+      if (!out.ok) {
+        if (out.error.kind !== 'overflow') return failed(out, usage);
+        await ignoreSummaryParts(input.writer, input.summaryMessageId, out.partIds);
+        rejected = true;
+        break;
+      }
+      usage = addUsage(usage, out.usage);
+      if (single) return { ok: true, text: out.text, usage, partIds: out.partIds, chunked: true };
+      partials.push(out.text);
+    }
+    if (rejected) continue;
+    const merge = buildMergeInput(partials, head, input.prompt);
+    if (exceedsWindow(Math.ceil(requestTokens(deps.tokenizer, merge) * ratio), model.limits)) {
+      return gaveUp(usage, 'the partial summaries do not fit one merge request');
+    }
+    const out = await summarize(deps, {
+      model,
+      messages: merge,
+      signal,
+      persist: persistTo(input),
+      tenantId: input.writer.ctx.tenantId,
+    });
+    if (!out.ok) return failed(out, usage);
+    return {
+      ok: true,
+      text: out.text,
+      usage: addUsage(usage, out.usage),
+      partIds: out.partIds,
+      chunked: true,
+    };
+  }
+  return gaveUp(usage, 'no chunk size fits the summary model window');
+}
+
+function persistTo(input: HeadSummaryInput) {
+  return { writer: input.writer, messageId: input.summaryMessageId };
+}
+
+/** The largest request the model takes: its input limit, else context minus the requested output. */
+function windowOf(model: SummaryModel): number {
+  const { limits } = model;
+  const maxOutput = Math.min(limits.output, OUTPUT_TOKEN_MAX) || OUTPUT_TOKEN_MAX;
+  return limits.input || Math.max(0, limits.context - maxOutput);
+}
+
+function failed(out: Extract<SummaryOutcome, { ok: false }>, usage: Usage): HeadSummary {
+  return { ok: false, error: out.error, usage, partIds: out.partIds };
+}
+
+function gaveUp(usage: Usage, message: string): HeadSummary {
+  return { ok: false, error: { kind: 'overflow', message }, usage, partIds: [] };
+}

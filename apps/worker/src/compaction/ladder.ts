@@ -1,0 +1,142 @@
+import {
+  addUsage,
+  type CompactionRange,
+  countCapped,
+  type ErrorData,
+  emptyUsage,
+  errorData,
+  structuralSummary,
+  type Usage,
+  type WithParts,
+} from '@loopline/core';
+import type { Logger } from 'pino';
+import type { WorkerDeps } from '../deps.ts';
+import type { SessionContext } from '../session-context.ts';
+import type { SessionWriter } from '../session-writer.ts';
+import { summarizeHead } from './head-summary.ts';
+import { type CompactionPlan, clipToTokens, planCompaction } from './plan.ts';
+import type { SummaryModel } from './summarize.ts';
+import { ignoreSummaryParts } from './summary-message.ts';
+
+// The compaction ladder (CONTEXT.md §5.6: never loop, always progress). Each rung is tried once,
+// cheapest useful first, and only a result whose projected next prompt is under the trigger is
+// taken:
+//   summary          LLM summary of the head, verbatim tail kept;
+//   summary-no-tail  the tail dropped and everything summarised (also first when the tail alone
+//                    leaves no room for a summary);
+//   chunked          either of those when the request is too long for the summary model: the
+//                    head in chunks that fit, then a merge;
+//   structural       no LLM: seed 004's MessageSummary, clipped to the room left. Cannot fail.
+// A failed or rejected LLM summary never becomes a boundary: its text parts are marked ignored.
+
+export type Rung = 'summary' | 'summary-no-tail' | 'chunked' | 'structural';
+
+export interface LadderInput {
+  ctx: SessionContext;
+  range: CompactionRange;
+  model: SummaryModel;
+  summaryMessageId: string;
+  writer: SessionWriter;
+  signal: AbortSignal;
+  log: Logger;
+}
+
+export interface LadderResult {
+  rung: Rung;
+  text: string;
+  /** LLM rungs streamed their text into the summary message; the structural text is not written yet. */
+  persisted: boolean;
+  usage: Usage;
+  plan: CompactionPlan;
+  /** Provider-scale size of the next prompt after this compaction. */
+  tokensAfter: number;
+  /** SummaryGenerationError when an LLM summary failed and the structural rung was used. */
+  error: ErrorData | undefined;
+}
+
+/** The structural summary always gets at least this much room, even when nothing fits. */
+export const MIN_STRUCTURAL_TOKENS = 200;
+
+export async function runLadder(deps: WorkerDeps, input: LadderInput): Promise<LadderResult> {
+  const { ctx, range, log } = input;
+  const plans = planCompaction(ctx, range, deps.tokenizer);
+  const { withTail, noTail, trigger } = plans;
+  const c = ctx.agent.compaction;
+  const prompt = { prompt: c.prompt, extraContext: c.extraContext, instructions: range.part.instructions };
+
+  const rungs: Array<{ plan: CompactionPlan; rung: Rung }> = [];
+  // A tail that leaves no room for any summary is dropped before paying for one.
+  if (withTail && withTail.fixed < trigger) rungs.push({ plan: withTail, rung: 'summary' });
+  if (noTail.fixed < trigger) rungs.push({ plan: noTail, rung: withTail ? 'summary-no-tail' : 'summary' });
+
+  let usage = emptyUsage();
+  let error: ErrorData | undefined;
+  for (const { plan, rung } of rungs) {
+    const out = await summarizeHead(deps, {
+      head: plan.head,
+      model: input.model,
+      prompt,
+      ratio: plans.ratio,
+      writer: input.writer,
+      summaryMessageId: input.summaryMessageId,
+      signal: input.signal,
+    });
+    usage = addUsage(usage, out.usage);
+    if (!out.ok) {
+      if (out.error.kind === 'aborted' || input.signal.aborted)
+        throw new Error('compaction aborted: lease lost');
+      error = errorData('SummaryGenerationError', out.error.message, { kind: out.error.kind, rung });
+      log.warn({ rung, kind: out.error.kind, err: out.error.message }, 'summary failed; structural rung');
+      break;
+    }
+    const tokensAfter = plans.project(plan, countCapped(deps.tokenizer, out.text));
+    if (tokensAfter < trigger) {
+      return {
+        rung: out.chunked ? 'chunked' : rung,
+        text: out.text,
+        persisted: true,
+        usage,
+        plan,
+        tokensAfter,
+        error: undefined,
+      };
+    }
+    log.info(
+      { rung, tokensAfter, trigger },
+      'summary does not bring the context under the trigger; next rung',
+    );
+    await ignoreSummaryParts(input.writer, input.summaryMessageId, out.partIds);
+  }
+  return structuralRung(deps, plans, usage, error);
+}
+
+function structuralRung(
+  deps: WorkerDeps,
+  plans: ReturnType<typeof planCompaction>,
+  usage: Usage,
+  error: ErrorData | undefined,
+): LadderResult {
+  const { withTail, noTail, trigger, ratio } = plans;
+  // Keep the verbatim tail when the structural text still fits beside it.
+  const candidates: CompactionPlan[] = withTail ? [withTail, noTail] : [noTail];
+  for (const plan of candidates) {
+    const room = Math.floor((trigger - 1 - plan.fixed) / ratio);
+    if (room < MIN_STRUCTURAL_TOKENS && plan !== noTail) continue;
+    const text = clipToTokens(
+      structuralSummary(plan.head as WithParts[]),
+      Math.max(room, MIN_STRUCTURAL_TOKENS),
+      deps.tokenizer,
+    );
+    return {
+      rung: 'structural',
+      text,
+      persisted: false,
+      usage,
+      plan,
+      tokensAfter: plans.project(plan, countCapped(deps.tokenizer, text)),
+      error,
+    };
+  }
+  /* c8 ignore next */
+  throw new Error('unreachable: the no-tail plan is always a candidate');
+}

@@ -1,0 +1,111 @@
+import {
+  CONTINUE_TEXT,
+  type CompactionRange,
+  countCapped,
+  defaultTailBudget,
+  familyPrior,
+  messageTokens,
+  projectAfterCompaction,
+  replayRequest,
+  selectTail,
+  type Tokenizer,
+  unansweredRequest,
+  type WithParts,
+} from '@loopline/core';
+import type { SessionContext } from '../session-context.ts';
+
+// The two shapes a compaction can take (CONTEXT.md §5.2, §5.6): keep a verbatim tail and
+// summarise the head, or summarise everything. For each, what the summary input is, whether the
+// user's request must be replayed, and how large the next prompt will be before the summary is
+// known (`fixed`), so the ladder can tell whether a summary of a given size fits the trigger.
+// Pure arithmetic over the job's snapshot.
+
+export interface CompactionPlan {
+  /** What the summary replaces, minus a request that is replayed verbatim afterwards. */
+  head: WithParts[];
+  tail: WithParts[];
+  tailStartId: string | undefined;
+  /** The user's request to append again after the summary (overflow of the request itself). */
+  replay: WithParts | undefined;
+  /** Text appended after the summary: the replayed request, the continue message, or nothing. */
+  followUp: string | undefined;
+  /** Provider-scale size of the next prompt without the summary. */
+  fixed: number;
+}
+
+export interface Plans {
+  withTail: CompactionPlan | undefined;
+  noTail: CompactionPlan;
+  /** Provider tokens per tiktoken token (the session's learned ratio, else the family prior). */
+  ratio: number;
+  trigger: number;
+  /** Provider-scale size of the next prompt with a summary of `summaryTokens` (tiktoken). */
+  project(plan: CompactionPlan, summaryTokens: number): number;
+}
+
+export function planCompaction(ctx: SessionContext, range: CompactionRange, tokenizer: Tokenizer): Plans {
+  const { agent, budget } = ctx;
+  const c = agent.compaction;
+  const ratio = ctx.session.tokenRatio ?? familyPrior(agent.model);
+  const resendsReasoning = agent.resendsReasoning;
+  let pendingTokens = 0;
+  for (const m of range.pending) pendingTokens += messageTokens(m, resendsReasoning);
+  const request = range.part.overflow ? unansweredRequest(range.frozen) : undefined;
+  // Manual and background compactions append nothing: the loop stops (or stays idle).
+  const appends = range.part.auto && range.part.background !== true;
+
+  const project = (plan: Pick<CompactionPlan, 'tail' | 'followUp'>, summaryTokens: number) =>
+    projectAfterCompaction({
+      systemTokens: ctx.shape.overheadTokens,
+      summaryTokens,
+      tail: plan.tail,
+      pending: pendingTokens + (plan.followUp ? countCapped(tokenizer, plan.followUp) : 0),
+      ratio,
+      resendsReasoning,
+    });
+
+  const make = (head: WithParts[], tail: WithParts[], tailStartId: string | undefined): CompactionPlan => {
+    // A request the kept tail shows verbatim is not replayed: the model must read it once.
+    const replay = request && !tail.includes(request) ? request : undefined;
+    const followUp = appends ? (replay ? replayRequest(replay) : CONTINUE_TEXT) : undefined;
+    const plan = {
+      head: replay ? head.filter((m) => m !== replay) : head,
+      tail,
+      tailStartId,
+      replay,
+      followUp,
+      fixed: 0,
+    };
+    plan.fixed = project(plan, 0);
+    return plan;
+  };
+
+  const split = selectTail(range.frozen, {
+    tailTurns: c.tailTurns,
+    budget: c.preserveRecentTokens ?? defaultTailBudget(budget.usable),
+  });
+  return {
+    withTail: split.tail.length > 0 ? make(split.head, split.tail, split.tailStartId) : undefined,
+    noTail: make(range.frozen, [], undefined),
+    ratio,
+    trigger: budget.trigger,
+    project,
+  };
+}
+
+/**
+ * `text` cut to at most `maxTokens`, keeping its beginning (range, requests) and its end (the
+ * last request): the structural summary must fit even a tiny window.
+ */
+export function clipToTokens(text: string, maxTokens: number, tokenizer: Tokenizer): string {
+  const total = countCapped(tokenizer, text);
+  if (total <= maxTokens) return text;
+  let chars = Math.floor((text.length * maxTokens) / total);
+  for (let i = 0; i < 8 && chars > 0; i++) {
+    const head = Math.floor(chars * 0.4);
+    const clipped = `${text.slice(0, head)}\n…\n${text.slice(text.length - (chars - head))}`;
+    if (countCapped(tokenizer, clipped) <= maxTokens) return clipped;
+    chars = Math.floor(chars * 0.8);
+  }
+  return text.slice(0, Math.max(0, maxTokens));
+}

@@ -1,0 +1,122 @@
+import { type CompactionPart, compactionRange, isCompletedSummary } from '@loopline/core';
+import type { CompactionReason } from '@loopline/db';
+import { limitsFor } from '@loopline/llm';
+import { PRIORITY } from '@loopline/queue';
+import type { Logger } from 'pino';
+import type { WorkerDeps } from '../deps.ts';
+import { sessionPriority } from '../fairness/options.ts';
+import { workerJobIds } from '../job-ids.ts';
+import { loadContext } from '../session-context.ts';
+import type { SessionWriter } from '../session-writer.ts';
+import { commitCompaction, type NextMove } from './commit.ts';
+import { runLadder } from './ladder.ts';
+import type { SummaryModel } from './summarize.ts';
+import { openSummary, summaryMessageId } from './summary-message.ts';
+
+// One run of a compaction point, under the caller's session lease: load the log, find the
+// frozen range, open (or reopen) the one summary message, climb the ladder, commit, then wake
+// the loop when there is something for it to do. A point that already has a completed summary
+// only gets its follow-up step re-enqueued (the earlier run committed, then died).
+
+export interface RunCompactionInput {
+  markerId: string;
+  signal: AbortSignal;
+  job: { id: string; attempt: number };
+  log: Logger;
+}
+
+export async function runCompaction(
+  deps: WorkerDeps,
+  writer: SessionWriter,
+  input: RunCompactionInput,
+): Promise<NextMove | undefined> {
+  const { tenantId, sessionId } = writer.ctx;
+  const log = input.log.child({ compactionMessageId: input.markerId });
+  const ctx = await loadContext(deps, tenantId, sessionId);
+  if (!ctx) return undefined;
+  const range = compactionRange(ctx.history, input.markerId);
+  if (!range) {
+    // Reverted, or older than the boundary (already summarised by a later compaction): nothing to
+    // summarise, but the session may still say `compacting`; the loop re-derives what to do.
+    log.warn('compaction message not in the log since the boundary; waking the loop');
+    await wake(deps, tenantId, sessionId, input.markerId, sessionPriority(ctx.session));
+    return 'step';
+  }
+  const summaryId = summaryMessageId(range.part.id);
+  const done = ctx.history.find((m) => m.info.id === summaryId);
+  if (done && isCompletedSummary(done)) {
+    log.info('compaction already completed; re-enqueueing its follow-up');
+    const next: NextMove = ctx.session.status === 'idle' ? 'idle' : 'step';
+    if (next === 'step') await wake(deps, tenantId, sessionId, input.markerId, sessionPriority(ctx.session));
+    return next;
+  }
+
+  const model = summaryModel(ctx.agent);
+  const opened = await openSummary(writer, {
+    markerId: input.markerId,
+    partId: range.part.id,
+    model: model.ref,
+    reason: reasonOf(range.part),
+    tokensBefore: ctx.estimate,
+    stepCount: ctx.session.stepCount,
+    job: input.job,
+  });
+  const started = Date.now();
+  const result = await runLadder(deps, {
+    ctx,
+    range,
+    model,
+    summaryMessageId: summaryId,
+    writer,
+    signal: input.signal,
+    log,
+  });
+  await deps.racepoint?.('compaction:before-commit');
+  const next = await commitCompaction(writer, { ctx, range, opened, result, model: model.ref });
+  deps.metrics?.compaction(result.rung, range.part.background ? 'background' : reasonOf(range.part));
+  log.info(
+    {
+      rung: result.rung,
+      tokensBefore: ctx.estimate,
+      tokensAfter: result.tokensAfter,
+      trigger: ctx.budget.trigger,
+      durationMs: Date.now() - started,
+      next,
+    },
+    'compaction completed',
+  );
+  if (next === 'step') await wake(deps, tenantId, sessionId, input.markerId, sessionPriority(ctx.session));
+  return next;
+}
+
+/** compaction.model, else the agent's model (with the agent's limits only when it is the same model). */
+export function summaryModel(agent: {
+  model: string;
+  baseURL?: string | undefined;
+  limits: SummaryModel['limits'];
+  compaction: { model?: string | undefined };
+}): SummaryModel {
+  const ref = agent.compaction.model ?? agent.model;
+  const limits = ref === agent.model ? agent.limits : limitsFor(ref);
+  return { ref, baseURL: agent.baseURL, limits };
+}
+
+function reasonOf(part: CompactionPart): CompactionReason {
+  if (!part.auto) return 'manual';
+  return part.overflow ? 'overflow' : 'auto';
+}
+
+async function wake(
+  deps: WorkerDeps,
+  tenantId: string,
+  sessionId: string,
+  markerId: string,
+  priority: number = PRIORITY.interactive,
+) {
+  await deps.queues.add(
+    'step',
+    workerJobIds.afterCompaction(sessionId, markerId),
+    { tenantId, sessionId, reason: 'compacted' },
+    { priority },
+  );
+}

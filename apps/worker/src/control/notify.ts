@@ -1,0 +1,33 @@
+import type { SessionInfo } from '@loopline/db';
+import { controlJobIds, PRIORITY } from '@loopline/queue';
+import type { Logger } from 'pino';
+import type { WorkerDeps } from '../deps.ts';
+
+// Child → parent: when a child session (started by the task tool) stops — its loop exited, failed
+// or was aborted — its runner enqueues a step of the parent, which, under the parent's lease,
+// writes the child's answer into the task call and continues the parent's loop (waits.ts).
+//
+// The job id is derived from the child's state (its step count when it stopped), so the child's
+// retried or repeated exits collapse onto one job. The notification is only a wake-up: the
+// parent re-reads the child from PostgreSQL, and also checks its children on every step it runs,
+// so a notification lost in a crash is healed by the parent's next wake.
+
+export async function notifyParent(
+  deps: WorkerDeps,
+  child: Pick<SessionInfo, 'id' | 'tenantId' | 'parentSessionId' | 'stepCount'>,
+  log: Logger,
+): Promise<void> {
+  const parentId = child.parentSessionId;
+  if (!parentId) return;
+  try {
+    await deps.queues.add(
+      'step',
+      controlJobIds.childDone(parentId, child.id, child.stepCount),
+      { tenantId: child.tenantId, sessionId: parentId, reason: 'child-done' },
+      { priority: PRIORITY.interactive },
+    );
+  } catch (err) {
+    // Healed when the parent next wakes; logged so an operator can tell why it waits.
+    log.warn({ err, parentSessionId: parentId }, 'could not notify the parent session');
+  }
+}

@@ -1,0 +1,8 @@
+export type { WorkerDeps } from './deps.ts';
+export { defaultFairness, type FairnessOptions } from './fairness/options.ts';
+export { depsFromEnv } from './main.ts';
+export { createWorkerMetrics, type WorkerMetrics } from './metrics.ts';
+export { type MetricsServer, startMetricsServer } from './metrics-server.ts';
+export { TITLE_SYSTEM_PROMPT } from './processors/title.ts';
+export { isPrivateAddress, policyFromEnv } from './tools/address-policy.ts';
+export { defaultWorkerOptions, startWorkers, stopWorkers, type WorkerOptions } from './worker.ts';

@@ -1,0 +1,73 @@
+import { acquireFence, StaleFenceError } from '@loopline/db';
+import { acquireLease } from '@loopline/queue';
+import { DelayedError, type Job } from 'bullmq';
+import { cancellationSignalOf } from './control/abort.ts';
+import type { WorkerDeps } from './deps.ts';
+import { SessionWriter } from './session-writer.ts';
+
+// What every session job does around its work: take the session lock (or put the job back as
+// delayed — never failed), take a fencing token from PostgreSQL, hand a fenced writer to the
+// work, and release. A StaleFenceError or a lost lock means a newer runner owns the session:
+// this job stops quietly and leaves the session to it.
+
+export interface LeasedContext {
+  writer: SessionWriter;
+  signal: AbortSignal;
+  attempt: number;
+}
+
+export async function withSessionLease<T>(
+  deps: WorkerDeps,
+  job: Job<{ tenantId: string; sessionId: string }>,
+  token: string | undefined,
+  work: (ctx: LeasedContext) => Promise<T>,
+): Promise<T | undefined> {
+  const { tenantId, sessionId } = job.data;
+  const lease = await acquireLease(deps.redis, deps.keys.lock(sessionId), { ttlMs: deps.lockTtlMs });
+  if (!lease) {
+    deps.metrics?.lockWait(job.queueName);
+    const jitter = Math.floor(Math.random() * deps.lockRetryMs);
+    await job.moveToDelayed(Date.now() + deps.lockRetryMs + jitter, token);
+    throw new DelayedError();
+  }
+  try {
+    const fence = await acquireFence(deps.db, tenantId, sessionId);
+    const writer = new SessionWriter(deps, { tenantId, sessionId, fence });
+    // A step job's own cancellation signal (BullMQ's, aborted by an abort broadcast: control/abort.ts)
+    // is combined with the lease's: either stops the model stream and the tools.
+    const jobSignal = cancellationSignalOf(job);
+    const signal = jobSignal ? AbortSignal.any([lease.signal, jobSignal]) : lease.signal;
+    const result = await work({ writer, signal, attempt: job.attemptsMade + 1 });
+    // The work stopped because the lease was lost (e.g. this worker froze past its TTL): make
+    // sure the session is woken again in case the runner that took over dies too.
+    if (lease.lost) await resumeLater(deps, tenantId, sessionId);
+    return result;
+  } catch (err) {
+    if (err instanceof StaleFenceError || lease.lost) {
+      deps.metrics?.superseded(job, err instanceof StaleFenceError ? 'stale_fence' : 'lock_lost');
+      deps.logger.warn(
+        { tenantId, sessionId, jobId: job.id, queue: job.queueName, err: (err as Error).message },
+        'superseded by a newer runner',
+      );
+      // If the runner that superseded us dies too (a frozen worker that woke up past its TTL can
+      // take a fence and then lose its lease), nobody would wake the session: leave a resume job
+      // one lock TTL out. With a live runner it finds the loop already going and does nothing.
+      await resumeLater(deps, tenantId, sessionId);
+      return undefined;
+    }
+    throw err;
+  } finally {
+    await lease.release();
+  }
+}
+
+async function resumeLater(deps: WorkerDeps, tenantId: string, sessionId: string): Promise<void> {
+  await deps.queues
+    .add(
+      'step',
+      `resume-${sessionId}-${Date.now()}`,
+      { tenantId, sessionId, reason: 'resume' },
+      { delay: deps.lockTtlMs },
+    )
+    .catch((err) => deps.logger.warn({ err, tenantId, sessionId }, 'could not schedule a resume job'));
+}

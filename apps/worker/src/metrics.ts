@@ -1,0 +1,210 @@
+import type { Usage } from '@loopline/core';
+import { DelayedError, RateLimitError, WaitingChildrenError, WaitingError } from 'bullmq';
+import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+
+// The worker's Prometheus metrics: every metric object of the worker lives here, on a Registry
+// made per WorkerDeps (no module singletons: a test process runs several stacks). Processors
+// report through the few methods below (`deps.metrics?.…`); the HTTP listener that serves the
+// registry is metrics-server.ts (WORKER_METRICS_PORT).
+//
+//   loopline_job_duration_seconds{queue,outcome}         a session job, dequeue → end
+//   loopline_model_duration_seconds{model,purpose,outcome} one model request, request → finish
+//   loopline_tokens_in_total{tenant,model,purpose}        prompt tokens (cache reads/writes included)
+//   loopline_tokens_cached_total{tenant,model,purpose}    of which cache reads
+//   loopline_tokens_out_total{tenant,model,purpose}       output tokens (reasoning included)
+//   loopline_tool_calls_total{outcome}, loopline_tool_duration_seconds{outcome}
+//   loopline_compactions_total{rung,reason}               completed compactions
+//   loopline_prune_parts_total{purpose}, loopline_prune_saved_tokens_total{purpose}
+//   loopline_lock_waits_total{queue}                      jobs delayed because the session was locked
+//   loopline_fence_rejections_total{queue,cause}          runs superseded (StaleFenceError, lock lost)
+//   loopline_titles_total{outcome}                        title jobs: generated, failed, skipped
+//   + prom-client's default process metrics (process_*, nodejs_*)
+
+/** What a model request was for. */
+export type ModelPurpose = 'step' | 'summary' | 'title';
+
+export interface ModelCall {
+  purpose: ModelPurpose;
+  model: string;
+  tenantId: string;
+  /** Request sent → stream finished (or failed). */
+  seconds: number;
+  outcome: 'finish' | 'error' | 'aborted';
+  usage?: Usage | undefined;
+}
+
+export type SupersededCause = 'stale_fence' | 'lock_lost';
+
+export interface WorkerMetrics {
+  readonly registry: Registry;
+  /** Runs one job and observes its duration; the outcome comes from how it ended. */
+  observeJob<T>(job: { queueName: string }, run: () => Promise<T>): Promise<T>;
+  /** A job found its session locked and was put back as delayed. */
+  lockWait(queue: string): void;
+  /** A run lost its session to a newer runner (its job ends quietly, outcome `superseded`). */
+  superseded(job: { queueName: string }, cause: SupersededCause): void;
+  modelCall(call: ModelCall): void;
+  toolCall(outcome: 'completed' | 'error', seconds: number): void;
+  compaction(rung: string, reason: string): void;
+  pruned(purpose: string, parts: number, tokens: number): void;
+  title(outcome: 'generated' | 'failed' | 'skipped'): void;
+}
+
+export interface WorkerMetricsOptions {
+  /** prom-client's process and Node.js metrics (default true). */
+  defaultMetrics?: boolean;
+}
+
+const JOB_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+const MODEL_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300];
+const TOOL_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+
+/** How a job that threw ended, as BullMQ sees it: moved elsewhere on purpose, or failed. */
+function thrownOutcome(err: unknown): string {
+  if (err instanceof DelayedError) return 'delayed';
+  if (err instanceof RateLimitError) return 'rate_limited';
+  if (err instanceof WaitingChildrenError || err instanceof WaitingError) return 'waiting';
+  return 'failed';
+}
+
+export function createWorkerMetrics(opts: WorkerMetricsOptions = {}): WorkerMetrics {
+  const registry = new Registry();
+  const registers = [registry];
+  if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
+
+  const jobDuration = new Histogram({
+    name: 'loopline_job_duration_seconds',
+    help: 'Session job latency, dequeue to end, by queue and outcome (completed, failed, delayed, superseded, …)',
+    labelNames: ['queue', 'outcome'] as const,
+    buckets: JOB_BUCKETS,
+    registers,
+  });
+  const modelDuration = new Histogram({
+    name: 'loopline_model_duration_seconds',
+    help: 'Model request latency, request to finish, by model, purpose (step, summary, title) and outcome',
+    labelNames: ['model', 'purpose', 'outcome'] as const,
+    buckets: MODEL_BUCKETS,
+    registers,
+  });
+  const tokenLabels = ['tenant', 'model', 'purpose'] as const;
+  const tokensIn = new Counter({
+    name: 'loopline_tokens_in_total',
+    help: 'Prompt tokens reported by the provider (cache reads and writes included), by tenant',
+    labelNames: tokenLabels,
+    registers,
+  });
+  const tokensCached = new Counter({
+    name: 'loopline_tokens_cached_total',
+    help: 'Prompt tokens served from the provider prompt cache (part of loopline_tokens_in_total)',
+    labelNames: tokenLabels,
+    registers,
+  });
+  const tokensOut = new Counter({
+    name: 'loopline_tokens_out_total',
+    help: 'Output tokens reported by the provider (reasoning included), by tenant',
+    labelNames: tokenLabels,
+    registers,
+  });
+  const toolCalls = new Counter({
+    name: 'loopline_tool_calls_total',
+    help: 'Tool executions by outcome (completed, error)',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  const toolDuration = new Histogram({
+    name: 'loopline_tool_duration_seconds',
+    help: 'Tool execution latency by outcome',
+    labelNames: ['outcome'] as const,
+    buckets: TOOL_BUCKETS,
+    registers,
+  });
+  const compactions = new Counter({
+    name: 'loopline_compactions_total',
+    help: 'Completed compactions by ladder rung (summary, summary-no-tail, chunked, structural) and reason',
+    labelNames: ['rung', 'reason'] as const,
+    registers,
+  });
+  const pruneParts = new Counter({
+    name: 'loopline_prune_parts_total',
+    help: 'Tool outputs cleared by prune passes, by purpose (idle, compact)',
+    labelNames: ['purpose'] as const,
+    registers,
+  });
+  const pruneTokens = new Counter({
+    name: 'loopline_prune_saved_tokens_total',
+    help: 'Tokens (tiktoken) of the tool outputs cleared by prune passes, by purpose',
+    labelNames: ['purpose'] as const,
+    registers,
+  });
+  const lockWaits = new Counter({
+    name: 'loopline_lock_waits_total',
+    help: 'Jobs put back as delayed because their session was locked by another runner',
+    labelNames: ['queue'] as const,
+    registers,
+  });
+  const fenceRejections = new Counter({
+    name: 'loopline_fence_rejections_total',
+    help: 'Runs superseded by a newer runner: a write rejected by the fence (stale_fence) or the lock lost',
+    labelNames: ['queue', 'cause'] as const,
+    registers,
+  });
+  const titles = new Counter({
+    name: 'loopline_titles_total',
+    help: 'Title jobs by outcome (generated, failed, skipped)',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+
+  // Jobs a lease runner marked superseded (it returns normally, so the wrapper cannot tell).
+  const supersededJobs = new WeakSet<object>();
+
+  return {
+    registry,
+    async observeJob(job, run) {
+      const end = jobDuration.startTimer({ queue: job.queueName });
+      try {
+        const out = await run();
+        end({ outcome: supersededJobs.has(job) ? 'superseded' : 'completed' });
+        return out;
+      } catch (err) {
+        end({ outcome: thrownOutcome(err) });
+        throw err;
+      }
+    },
+    lockWait(queue) {
+      lockWaits.inc({ queue });
+    },
+    superseded(job, cause) {
+      supersededJobs.add(job);
+      fenceRejections.inc({ queue: job.queueName, cause });
+    },
+    modelCall(call) {
+      const { model, purpose } = call;
+      modelDuration.observe({ model, purpose, outcome: call.outcome }, call.seconds);
+      const u = call.usage;
+      if (!u) return;
+      const labels = { tenant: call.tenantId, model, purpose };
+      tokensIn.inc(labels, u.input + u.cache.read + u.cache.write);
+      tokensCached.inc(labels, u.cache.read);
+      tokensOut.inc(labels, u.output + u.reasoning);
+    },
+    toolCall(outcome, seconds) {
+      toolCalls.inc({ outcome });
+      toolDuration.observe({ outcome }, seconds);
+    },
+    compaction(rung, reason) {
+      compactions.inc({ rung, reason });
+    },
+    pruned(purpose, parts, tokens) {
+      if (parts <= 0) return;
+      pruneParts.inc({ purpose }, parts);
+      pruneTokens.inc({ purpose }, tokens);
+    },
+    title(outcome) {
+      titles.inc({ outcome });
+    },
+  };
+}
+
+/** Seconds since a `performance.now()` reading. */
+export const secondsSince = (start: number): number => (performance.now() - start) / 1000;

@@ -1,0 +1,57 @@
+import { pendingCompaction } from '@loopline/core';
+import type { BackgroundCompactJob } from '@loopline/queue';
+import type { Job } from 'bullmq';
+import { backgroundSkipReason } from '../compaction/background.ts';
+import { appendCompactionMarker } from '../compaction/marker.ts';
+import { runCompaction } from '../compaction/run.ts';
+import type { WorkerDeps } from '../deps.ts';
+import { withSessionLease } from '../lease-runner.ts';
+import { loadContext } from '../session-context.ts';
+
+// The background compaction job: runs once the idle delay has passed, under the session lease.
+// It compacts only a session that is still idle at the step count it was scheduled for and still
+// above the threshold; the compaction itself (marker with `background: true`) appends nothing and
+// leaves the session idle. A retry after a crash finishes the marker an earlier run wrote.
+
+export async function processBackground(
+  deps: WorkerDeps,
+  job: Job<BackgroundCompactJob>,
+  token?: string,
+): Promise<void> {
+  await withSessionLease(deps, job, token, async ({ writer, signal, attempt }) => {
+    const { tenantId, sessionId } = writer.ctx;
+    const log = deps.logger.child({ tenantId, sessionId, jobId: job.id });
+    const ctx = await loadContext(deps, tenantId, sessionId);
+    if (!ctx) return;
+    let markerId = resumable(ctx.view);
+    if (!markerId) {
+      if (ctx.session.stepCount !== job.data.stepCount) {
+        log.info({ stepCount: ctx.session.stepCount }, 'background compaction skipped: a newer turn started');
+        return;
+      }
+      const skip = await backgroundSkipReason(deps, ctx);
+      if (skip) {
+        log.info({ reason: skip }, 'background compaction skipped');
+        return;
+      }
+      const marker = await appendCompactionMarker(writer, ctx.session.agentName, {
+        auto: true,
+        overflow: false,
+        background: true,
+      });
+      markerId = marker.info.id;
+    }
+    await runCompaction(deps, writer, {
+      markerId,
+      signal,
+      job: { id: job.id ?? 'unknown', attempt },
+      log,
+    });
+  });
+}
+
+/** A background marker an earlier run of this job left without a summary. */
+function resumable(view: Parameters<typeof pendingCompaction>[0]): string | undefined {
+  const pending = pendingCompaction(view);
+  return pending?.part.background ? pending.message.info.id : undefined;
+}

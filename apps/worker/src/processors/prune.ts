@@ -1,0 +1,112 @@
+import { autoCompactEnabled, pendingCompaction } from '@loopline/core';
+import { PRIORITY, type PruneJob } from '@loopline/queue';
+import type { Job } from 'bullmq';
+import type { Logger } from 'pino';
+import { scheduleBackground } from '../compaction/background.ts';
+import { appendCompactionMarker } from '../compaction/marker.ts';
+import { prunePass } from '../compaction/prune-pass.ts';
+import type { WorkerDeps } from '../deps.ts';
+import { sessionPriority } from '../fairness/options.ts';
+import { workerJobIds } from '../job-ids.ts';
+import { withSessionLease } from '../lease-runner.ts';
+import { loadContext, type SessionContext } from '../session-context.ts';
+import { setStatus } from '../session-status.ts';
+import type { SessionWriter } from '../session-writer.ts';
+
+// The prune job (CONTEXT.md §3: cheapest defence first), under the session lease.
+// - purpose `idle`: the loop went idle; prune, then schedule a background compaction when the
+//   context is above the lower threshold (§2, seed 004).
+// - purpose `compact`: the loop needs room; prune first, and only if that is not enough (or the
+//   provider rejected the request) append the compaction marker and hand over to the compaction
+//   job. When pruning alone brings the estimate under the trigger, the loop just continues.
+
+export async function processPrune(deps: WorkerDeps, job: Job<PruneJob>, token?: string): Promise<void> {
+  await withSessionLease(deps, job, token, async ({ writer, attempt }) => {
+    const { tenantId, sessionId } = writer.ctx;
+    const log = deps.logger.child({ tenantId, sessionId, jobId: job.id, purpose: job.data.purpose });
+    let ctx = await loadContext(deps, tenantId, sessionId);
+    if (!ctx) return;
+    const pruned = await prunePass(deps, writer, ctx, { id: job.id ?? 'unknown', attempt });
+    deps.metrics?.pruned(job.data.purpose, pruned.parts, pruned.tokens);
+    if (pruned.parts > 0) {
+      log.info(pruned, 'pruned old tool outputs');
+      ctx = (await loadContext(deps, tenantId, sessionId)) ?? ctx;
+    }
+    if (job.data.purpose === 'idle') await scheduleBackground(deps, ctx, log);
+    else await compactIfNeeded(deps, writer, ctx, job.data, log);
+  });
+}
+
+async function compactIfNeeded(
+  deps: WorkerDeps,
+  writer: SessionWriter,
+  ctx: SessionContext,
+  data: PruneJob,
+  log: Logger,
+): Promise<void> {
+  const { tenantId, sessionId, fence } = writer.ctx;
+  const stepCount = ctx.session.stepCount;
+  // A marker written by an earlier run of this job (or another runner) is the one to run.
+  const pending = pendingCompaction(ctx.view);
+  if (pending) {
+    await enqueueCompact(deps, tenantId, sessionId, pending.message.info.id, fence);
+    return;
+  }
+  if (!autoCompactEnabled(ctx.agent.compaction, deps.flags)) {
+    // Switched off since the step asked: the step decides again (and fails if nothing fits).
+    await setStatus(writer, 'queued');
+    const jobId = workerJobIds.afterPrune(sessionId, stepCount, fence);
+    await next(deps, tenantId, sessionId, jobId, sessionPriority(ctx.session));
+    return;
+  }
+  if (!data.rejected && ctx.estimate < ctx.budget.trigger) {
+    log.info(
+      { estimate: ctx.estimate, trigger: ctx.budget.trigger },
+      'prune made enough room; no compaction',
+    );
+    await setStatus(writer, 'queued');
+    const jobId = workerJobIds.afterPrune(sessionId, stepCount, fence);
+    await next(deps, tenantId, sessionId, jobId, sessionPriority(ctx.session));
+    return;
+  }
+  const marker = await appendCompactionMarker(writer, ctx.session.agentName, {
+    auto: true,
+    overflow: data.overflow,
+    ...(data.iteration !== undefined ? { iteration: data.iteration } : {}),
+  });
+  log.info(
+    {
+      estimate: ctx.estimate,
+      trigger: ctx.budget.trigger,
+      rejected: data.rejected,
+      messageId: marker.info.id,
+    },
+    'compaction needed',
+  );
+  await enqueueCompact(deps, tenantId, sessionId, marker.info.id, fence);
+}
+
+export async function enqueueCompact(
+  deps: WorkerDeps,
+  tenantId: string,
+  sessionId: string,
+  messageId: string,
+  fence: number,
+): Promise<void> {
+  await deps.queues.add(
+    'compact',
+    workerJobIds.compact(sessionId, messageId, fence),
+    { tenantId, sessionId, messageId },
+    { priority: PRIORITY.interactive },
+  );
+}
+
+async function next(
+  deps: WorkerDeps,
+  tenantId: string,
+  sessionId: string,
+  jobId: string,
+  priority: number = PRIORITY.interactive,
+) {
+  await deps.queues.add('step', jobId, { tenantId, sessionId, reason: 'pruned' }, { priority });
+}

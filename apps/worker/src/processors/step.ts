@@ -1,0 +1,207 @@
+import {
+  autoCompactEnabled,
+  compactionsThisTurn,
+  decide,
+  errorData,
+  unansweredRequest,
+} from '@loopline/core';
+import { jobIds, PRIORITY, type StepJob } from '@loopline/queue';
+import type { Job } from 'bullmq';
+import { cancelBackground } from '../compaction/background.ts';
+import { endAbortedTurn, isUserAbort } from '../control/abort.ts';
+import { notifyParent } from '../control/notify.ts';
+import { applySessionControl } from '../control/step-control.ts';
+import { enterWait } from '../control/waits.ts';
+import type { WorkerDeps } from '../deps.ts';
+import { admitModelCall } from '../fairness/admission.ts';
+import { sessionPriority } from '../fairness/options.ts';
+import { workerJobIds } from '../job-ids.ts';
+import { withSessionLease } from '../lease-runner.ts';
+import { lastCompactionTokensAfter, loadContext, type SessionContext } from '../session-context.ts';
+import { failSession, goIdle, setStatus } from '../session-status.ts';
+import type { SessionWriter } from '../session-writer.ts';
+import { type CallOutcome, callModel } from '../step/call-model.ts';
+import { closeInterrupted } from '../step/recover.ts';
+import { retryDelayMs, stepsThisTurn, trailingProviderErrors } from '../step/turn.ts';
+import { enqueueCompact } from './prune.ts';
+import { enqueueTitle } from './title.ts';
+
+// The step job: one loop iteration of CONTEXT.md §6. Everything is re-derived from the log, so
+// running it twice, or after a crash, continues the loop instead of repeating it. Context
+// management is routed, never done here: a pending compaction goes to the compaction job, a
+// needed one (pre-call estimate or provider rejection) to the prune job, which prunes first.
+
+export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: string): Promise<void> {
+  await withSessionLease(deps, job, token, async ({ writer, signal, attempt }) => {
+    const { tenantId, sessionId } = writer.ctx;
+    const log = deps.logger.child({ tenantId, sessionId, jobId: job.id });
+    let ctx = await loadContext(deps, tenantId, sessionId);
+    if (!ctx) return;
+    // Session control (control/): a recorded abort, answers of subagents, client-call timeouts.
+    ctx = await applySessionControl(deps, writer, ctx, log);
+    if (!ctx) return;
+    if (await closeInterrupted(writer, ctx.history, Date.now())) {
+      log.info('closed a step left unfinished by a previous runner');
+      ctx = await loadContext(deps, tenantId, sessionId);
+      if (!ctx) return;
+    }
+    const { session, view: messages, agent } = ctx;
+    // A message woke the session: the background compaction of the idle period is obsolete.
+    if (session.status === 'queued') {
+      await cancelBackground(deps, sessionId, session.stepCount, log);
+    }
+
+    if (trailingProviderErrors(messages) >= deps.maxProviderRetries) {
+      const last = [...messages].reverse().find((m) => m.info.role === 'assistant')?.info;
+      const error = last?.role === 'assistant' ? last.error : undefined;
+      await failSession(writer, error ?? errorData('APIError', 'the model provider kept failing'));
+      return;
+    }
+
+    const input = {
+      messages,
+      agent,
+      flags: deps.flags,
+      stepsThisTurn: stepsThisTurn(messages),
+      estimate: ctx.estimate,
+      // Only read when it can matter: the estimate is at the trigger.
+      lastCompactionTokensAfter:
+        ctx.estimate >= ctx.budget.trigger
+          ? await lastCompactionTokensAfter(deps, tenantId, sessionId)
+          : undefined,
+    };
+    const action = decide(input);
+    log.debug({ action: action.type, estimate: ctx.estimate, trigger: ctx.budget.trigger }, 'step decision');
+
+    switch (action.type) {
+      case 'exit':
+        if (session.status !== 'idle') await goIdle(deps, writer, session.stepCount);
+        await notifyParent(deps, session, log); // a child session: wake its parent (every exit)
+        await enqueueTitle(deps, session, log); // once per session: after its first turn
+        return;
+      case 'fail':
+        await failSession(writer, action.error);
+        return;
+      case 'wait':
+        await enterWait(deps, writer, ctx, action.calls, log);
+        return;
+      case 'run-compaction':
+        await setStatus(writer, 'compacting');
+        await enqueueCompact(deps, tenantId, sessionId, action.messageId, writer.ctx.fence);
+        return;
+      case 'create-compaction':
+        await requestCompaction(deps, writer, session.stepCount, {
+          overflow: action.overflow,
+          iteration: action.iteration,
+          rejected: false,
+        });
+        return;
+      case 'call': {
+        // Tenant fairness (fairness/admission.ts): a slot and token budget, or wait delayed.
+        const admission = await admitModelCall(deps, job, token, writer, ctx, signal);
+        if (!admission) return;
+        let outcome: CallOutcome;
+        try {
+          outcome = await callModel(deps, writer, {
+            session,
+            history: messages,
+            parentId: action.parentId,
+            lastStep: action.lastStep,
+            shape: ctx.shape,
+            job: { id: job.id ?? 'unknown', attempt },
+            signal,
+          });
+        } catch (err) {
+          if (!isUserAbort(signal)) throw err;
+          outcome = { type: 'lost' }; // aborted mid-tool: the turn is ended below
+        }
+        await admission.settle(outcome);
+        const stepCount = session.stepCount + 1;
+        switch (outcome.type) {
+          case 'lost':
+            // POST …/abort cancelled this job: end the turn now, keeping what was streamed.
+            if (isUserAbort(signal)) await endAbortedTurn(deps, writer, log);
+            return;
+          case 'continue':
+            await next(deps, tenantId, sessionId, stepCount, 0, sessionPriority(session));
+            return;
+          case 'retry': {
+            const n = trailingProviderErrors(messages) + 1;
+            const delay = retryDelayMs(n, outcome.delayMs);
+            await next(deps, tenantId, sessionId, stepCount, delay, sessionPriority(session));
+            return;
+          }
+          case 'overflow':
+            await providerOverflow(deps, writer, ctx, stepCount);
+            return;
+          case 'failed':
+            await failSession(writer, outcome.error);
+            return;
+        }
+      }
+    }
+  });
+}
+
+async function next(
+  deps: WorkerDeps,
+  tenantId: string,
+  sessionId: string,
+  stepCount: number,
+  delay: number,
+  priority: number = PRIORITY.interactive,
+) {
+  await deps.queues.add(
+    'step',
+    jobIds.step(sessionId, stepCount),
+    { tenantId, sessionId, reason: 'continue' },
+    { delay, priority },
+  );
+}
+
+/**
+ * The provider rejected the request as too long (CONTEXT.md §2 point 3): a compaction, bounded
+ * like any other by maxIterations per turn; with automatic compaction off, a ContextOverflowError.
+ */
+async function providerOverflow(
+  deps: WorkerDeps,
+  writer: SessionWriter,
+  ctx: SessionContext,
+  stepCount: number,
+) {
+  const { agent, view } = ctx;
+  if (!autoCompactEnabled(agent.compaction, deps.flags)) {
+    await failSession(
+      writer,
+      errorData('ContextOverflowError', 'the provider rejected the request as too long'),
+    );
+    return;
+  }
+  const done = compactionsThisTurn(view);
+  if (done >= agent.compaction.maxIterations) {
+    await failSession(writer, errorData('MaxCompactionReachedError', undefined, { compactions: done }));
+    return;
+  }
+  await requestCompaction(deps, writer, stepCount, {
+    overflow: unansweredRequest(view) !== undefined,
+    iteration: done + 1,
+    rejected: true,
+  });
+}
+
+/** Prune first (§3): the prune job creates the compaction only if pruning was not enough. */
+async function requestCompaction(
+  deps: WorkerDeps,
+  writer: SessionWriter,
+  stepCount: number,
+  opts: { overflow: boolean; iteration: number; rejected: boolean },
+) {
+  const { tenantId, sessionId, fence } = writer.ctx;
+  await setStatus(writer, 'compacting');
+  await deps.queues.add(
+    'prune',
+    workerJobIds.pruneForCompaction(sessionId, stepCount, fence),
+    { tenantId, sessionId, purpose: 'compact', ...opts },
+    { priority: PRIORITY.interactive },
+  );
+}

@@ -1,0 +1,229 @@
+import {
+  type AssistantMessage,
+  type ErrorData,
+  errorData,
+  familyPrior,
+  learnRatio,
+  maxStepsWrapUp,
+  messageTokens,
+  newId,
+  type Part,
+  toModelMessages,
+  type Usage,
+  type WithParts,
+} from '@loopline/core';
+import {
+  createAssistantMessage,
+  finishStep,
+  insertPart,
+  type SessionInfo,
+  setSessionStatus,
+  startStep,
+  updateMessageInfo,
+  updateSessionProgress,
+} from '@loopline/db';
+import { createModel, type LlmEvent, streamStep } from '@loopline/llm';
+import { isUserAbort } from '../control/abort.ts';
+import type { WorkerDeps } from '../deps.ts';
+import { secondsSince } from '../metrics.ts';
+import type { SessionWriter } from '../session-writer.ts';
+import { runTools } from '../tools/run-tools.ts';
+import { overheadOf, type RequestShape } from './request.ts';
+import { StreamRecorder } from './stream-recorder.ts';
+
+// One model call: the assistant message and its step-start are written first, the stream is
+// persisted as it arrives, requested tools run, then the message is finished with its usage
+// and the step ledger row closed. Provider errors end the message with a typed error; the
+// caller decides whether to retry later, compact, or stop.
+
+export type CallOutcome =
+  | { type: 'continue'; usage?: Usage } // usage: as reported; the tenant token budget counts it
+  | { type: 'retry'; delayMs: number }
+  | { type: 'overflow' }
+  | { type: 'failed'; error: ErrorData }
+  | { type: 'lost' };
+
+export interface CallInput {
+  session: SessionInfo;
+  history: WithParts[];
+  parentId: string;
+  lastStep: boolean;
+  /** System blocks and tools (step/request.ts), computed once for the estimate and the call. */
+  shape: RequestShape;
+  job: { id: string; attempt: number };
+  signal: AbortSignal;
+}
+
+export async function callModel(
+  deps: WorkerDeps,
+  writer: SessionWriter,
+  input: CallInput,
+): Promise<CallOutcome> {
+  const { session, history } = input;
+  const { tenantId, sessionId } = writer.ctx;
+  const agent = session.agent;
+  const step = session.stepCount + 1;
+  const messageId = newId('msg');
+  const stepId = newId('stp');
+
+  const assistant = await writer.write(async (trx, emit) => {
+    const msg = await createAssistantMessage(trx, {
+      tenantId,
+      sessionId,
+      id: messageId,
+      parentId: input.parentId,
+      model: agent.model,
+      agent: session.agentName,
+      step,
+    });
+    const stepStart: Part = { id: newId('prt'), sessionId, messageId, tokens: 0, type: 'step-start' };
+    await insertPart(trx, tenantId, stepStart);
+    await startStep(trx, {
+      id: stepId,
+      tenantId,
+      sessionId,
+      step,
+      kind: 'step',
+      jobId: input.job.id,
+      attempt: input.job.attempt,
+      fence: writer.ctx.fence,
+    });
+    await updateSessionProgress(trx, tenantId, sessionId, { stepCount: step });
+    if (session.status !== 'running') await setSessionStatus(trx, tenantId, sessionId, 'running', null, null);
+    emit({ type: 'message.updated', message: msg });
+    emit({ type: 'part.updated', part: stepStart });
+    if (session.status !== 'running') emit({ type: 'session.status', status: 'running' });
+    return msg;
+  });
+
+  const { system, toolConfigs } = input.shape;
+  const toolDefs = input.lastStep ? [] : input.shape.tools;
+  const messages = toModelMessages(history, {
+    steer: agent.midRunMessages === 'steer',
+    resendsReasoning: agent.resendsReasoning,
+  });
+  if (input.lastStep) messages.push(maxStepsWrapUp());
+
+  const recorder = new StreamRecorder(writer, messageId, deps.tokenizer);
+  let finish: { finish: AssistantMessage['finish']; usage: Usage; responseId?: string } | undefined;
+  let failure: Extract<LlmEvent, { type: 'error' }>['error'] | undefined;
+  await deps.racepoint?.('model:before-stream');
+  const modelStarted = performance.now();
+  const events = streamStep({
+    model: createModel(agent.model, { apiKey: deps.llm.apiKey, baseURL: agent.baseURL ?? deps.llm.baseURL }),
+    system,
+    messages,
+    tools: toolDefs,
+    temperature: agent.temperature,
+    maxOutputTokens: agent.limits?.output || undefined,
+    abortSignal: input.signal,
+  });
+  for await (const ev of events) {
+    switch (ev.type) {
+      case 'text-start':
+      case 'reasoning-start':
+        await recorder.start(ev.id, ev.type === 'text-start' ? 'text' : 'reasoning');
+        break;
+      case 'text-delta':
+      case 'reasoning-delta':
+        await recorder.delta(ev.id, ev.text);
+        break;
+      case 'text-end':
+      case 'reasoning-end':
+        await recorder.end(ev.id);
+        break;
+      case 'tool-call':
+        await recorder.toolCall(ev.callId, ev.toolName, ev.input);
+        break;
+      case 'tool-call-invalid':
+        await recorder.toolCall(ev.callId, ev.toolName, {}, { raw: ev.raw, error: ev.error });
+        break;
+      case 'finish':
+        finish = { finish: ev.finish, usage: ev.usage, responseId: ev.responseId };
+        break;
+      case 'error':
+        failure = ev.error;
+        break;
+    }
+  }
+  deps.metrics?.modelCall({
+    purpose: 'step',
+    model: agent.model,
+    tenantId,
+    seconds: secondsSince(modelStarted),
+    outcome: input.signal.aborted ? 'aborted' : finish && !failure ? 'finish' : 'error',
+    usage: finish?.usage,
+  });
+  await deps.racepoint?.('model:after-stream');
+  if (input.signal.aborted) {
+    // POST …/abort (not a lost lease): keep the text streamed so far; the step then closes the reply.
+    if (isUserAbort(input.signal)) await recorder.endAll();
+    return { type: 'lost' };
+  }
+  await recorder.endAll();
+
+  if (failure || !finish) {
+    const kind = failure?.kind ?? 'retryable';
+    const error =
+      kind === 'overflow'
+        ? errorData('ContextOverflowError', failure?.message ?? 'context length exceeded')
+        : errorData('APIError', failure?.message ?? 'the model stream ended without a finish', {
+            status: failure?.status,
+            retryable: kind === 'retryable',
+          });
+    await writer.write(async (trx, emit) => {
+      const info: AssistantMessage = {
+        ...assistant,
+        error,
+        time: { ...assistant.time, completed: Date.now() },
+      };
+      await updateMessageInfo(trx, tenantId, info);
+      await finishStep(trx, tenantId, stepId, { outcome: kind, error });
+      emit({ type: 'message.updated', message: info });
+    });
+    if (kind === 'overflow') return { type: 'overflow' };
+    if (kind === 'retryable') return { type: 'retry', delayMs: failure?.retryAfterMs ?? 0 };
+    return { type: 'failed', error };
+  }
+
+  await runTools(deps, writer, agent, recorder.tools, toolConfigs, input.signal);
+  await deps.racepoint?.('tools:done');
+
+  // What was sent, counted as the estimate counts it (pruned outputs as their placeholder).
+  const sentTokens =
+    history.reduce((sum, m) => sum + messageTokens(m, agent.resendsReasoning), 0) +
+    overheadOf(deps, system, toolDefs);
+  const providerInput = finish.usage.input + finish.usage.cache.read + finish.usage.cache.write;
+  const ratio = learnRatio(session.tokenRatio ?? familyPrior(agent.model), providerInput, sentTokens);
+  await writer.write(async (trx, emit) => {
+    const info: AssistantMessage = {
+      ...assistant,
+      finish: finish.finish,
+      usage: finish.usage,
+      time: { ...assistant.time, completed: Date.now() },
+    };
+    const stepFinish: Part = {
+      id: newId('prt'),
+      sessionId,
+      messageId,
+      tokens: 0,
+      type: 'step-finish',
+      reason: finish.finish ?? 'other',
+      usage: finish.usage,
+    };
+    await insertPart(trx, tenantId, stepFinish);
+    await updateMessageInfo(trx, tenantId, info);
+    await updateSessionProgress(trx, tenantId, sessionId, {
+      lastUsage: { usage: finish.usage, messageSeq: assistant.seq },
+      tokenRatio: ratio,
+    });
+    await finishStep(trx, tenantId, stepId, {
+      outcome: finish.finish ?? 'other',
+      usage: finish.usage,
+      responseId: finish.responseId,
+    });
+    emit({ type: 'part.updated', part: stepFinish });
+    emit({ type: 'message.updated', message: info });
+  });
+  return { type: 'continue', usage: finish.usage };
+}

@@ -1,0 +1,70 @@
+import {
+  BUILTIN_TOOLS,
+  builtinToolDefinitions,
+  canRunAsSubagent,
+  PROVIDER_DEFAULT_PROMPT,
+  requestOverhead,
+  systemBlocks,
+  TASK_TOOL_NAME,
+  type ToolConfig,
+  type WithParts,
+} from '@loopline/core';
+import { getToolsByName, listAgents, type SessionInfo } from '@loopline/db';
+import type { ToolSpec } from '@loopline/llm';
+import type { WorkerDeps } from '../deps.ts';
+
+// The fixed part of a step's model request: system blocks and tool definitions, and their
+// tiktoken count. The step's call, its pre-call estimate and the compaction job's projection all
+// take it from here, so "what fits" is measured against what is really sent. Reads only.
+
+export interface RequestShape {
+  system: string[];
+  /** Every tool the agent may call (the last allowed step withholds them). */
+  tools: ToolSpec[];
+  toolConfigs: Map<string, ToolConfig>;
+  /** tiktoken count of the system blocks and tool definitions. */
+  overheadTokens: number;
+}
+
+export async function requestShape(
+  deps: WorkerDeps,
+  session: SessionInfo,
+  view: WithParts[],
+): Promise<RequestShape> {
+  const agent = session.agent;
+  const names = agent.tools.filter((t) => !(BUILTIN_TOOLS as readonly string[]).includes(t));
+  const infos = names.length > 0 ? await getToolsByName(deps.db, session.tenantId, names) : [];
+  const toolConfigs = new Map<string, ToolConfig>(infos.map((t) => [t.name, t.config]));
+  const tools: ToolSpec[] = [
+    ...infos.map((t) => ({
+      name: t.name,
+      description: t.config.description,
+      inputSchema: t.config.inputSchema,
+    })),
+    // read_output always; task (a subagent in a child session) when the agent lists it.
+    ...(builtinToolDefinitions(agent.tools, await subagentNames(deps, session)) as ToolSpec[]),
+  ];
+  // View order, as the gateway's model view does: the last user message the model will read.
+  const lastUser = [...view].reverse().find((m) => m.info.role === 'user');
+  const system = systemBlocks({
+    agentPrompt: agent.system,
+    providerDefault: PROVIDER_DEFAULT_PROMPT,
+    userSystem: lastUser?.info.role === 'user' ? lastUser.info.system : undefined,
+  });
+  return { system, tools, toolConfigs, overheadTokens: overheadOf(deps, system, tools) };
+}
+
+/** tiktoken count of system blocks plus tool definitions: core's requestOverhead, as the gateway counts it. */
+export function overheadOf(deps: WorkerDeps, system: string[], tools: ToolSpec[]): number {
+  return requestOverhead(deps.tokenizer, system, tools);
+}
+
+/** Agents the task tool may start (mode subagent or all), sorted; read only when the agent has task. */
+export async function subagentNames(deps: WorkerDeps, session: SessionInfo): Promise<string[]> {
+  if (!session.agent.tools.includes(TASK_TOOL_NAME)) return [];
+  const agents = await listAgents(deps.db, session.tenantId);
+  return agents
+    .filter((a) => canRunAsSubagent(a.config))
+    .map((a) => a.name)
+    .sort();
+}

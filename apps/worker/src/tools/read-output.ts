@@ -1,0 +1,28 @@
+import { READ_OUTPUT_TOOL, readOutputSlice } from '@loopline/core';
+import { readToolOutput } from '@loopline/db';
+import type { WorkerDeps } from '../deps.ts';
+import type { ToolResult } from './webhook.ts';
+
+// The built-in read_output tool: every agent has it, so a model that got a truncated tool
+// output can page through or search the full text stored in PostgreSQL.
+
+/** The definition lives in core, so the gateway's request overhead counts the same tool. */
+export { READ_OUTPUT_TOOL };
+
+export async function readOutput(
+  deps: WorkerDeps,
+  ctx: { tenantId: string; sessionId: string },
+  input: Record<string, unknown>,
+): Promise<ToolResult> {
+  const outputId = typeof input.outputId === 'string' ? input.outputId : '';
+  const stored = await readToolOutput(deps.db, ctx.tenantId, ctx.sessionId, outputId);
+  if (!stored) return { output: `No stored output with id "${outputId}" (it may have expired).` };
+  return {
+    output: readOutputSlice(stored.content, {
+      offset: typeof input.offset === 'number' ? input.offset : undefined,
+      limit: typeof input.limit === 'number' ? input.limit : undefined,
+      pattern: typeof input.pattern === 'string' ? input.pattern : undefined,
+    }),
+    title: `read_output ${outputId}`,
+  };
+}

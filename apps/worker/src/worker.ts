@@ -1,0 +1,89 @@
+import { JOBS, type JobKind } from '@loopline/queue';
+import { type Job, MetricsTime, type Processor, Worker } from 'bullmq';
+import { listenForAborts, SessionJobs, trackSessionJob } from './control/abort.ts';
+import type { WorkerDeps } from './deps.ts';
+import { processBackground } from './processors/background.ts';
+import { processBatch } from './processors/batch.ts';
+import { processBatchItem } from './processors/batch-item.ts';
+import { processCompact } from './processors/compact.ts';
+import { processPrune } from './processors/prune.ts';
+import { processStep } from './processors/step.ts';
+import { processTitle } from './processors/title.ts';
+
+// Starts one BullMQ Worker per queue of the catalog, each parsing its payload at dequeue.
+
+export interface WorkerOptions {
+  concurrency: Partial<Record<JobKind, number>>;
+  /** BullMQ job lock; a job whose worker died is retried after this (stalled check). */
+  jobLockMs: number;
+  stalledIntervalMs: number;
+}
+
+export const defaultWorkerOptions: WorkerOptions = {
+  concurrency: { step: 16, compact: 4, prune: 4, background: 2, title: 2, batch: 2, batchItem: 16 },
+  jobLockMs: 30_000,
+  stalledIntervalMs: 15_000,
+};
+
+type Processors = Partial<Record<JobKind, (deps: WorkerDeps, job: Job, token?: string) => Promise<void>>>;
+
+/** Each startWorkers' abort subscription, closed by stopWorkers. */
+const abortListeners = new WeakMap<Worker[], { close(): Promise<void> }>();
+
+export const processors: Processors = {
+  step: processStep,
+  compact: processCompact,
+  prune: processPrune,
+  background: processBackground,
+  title: processTitle,
+  batch: processBatch,
+  batchItem: processBatchItem,
+};
+
+export function startWorkers(deps: WorkerDeps, opts: WorkerOptions = defaultWorkerOptions): Worker[] {
+  const workers: Worker[] = [];
+  // Session control: an abort broadcast cancels the step job this process runs for the session.
+  const sessionJobs = new SessionJobs();
+  abortListeners.set(workers, listenForAborts(deps, sessionJobs));
+  for (const kind of Object.keys(JOBS) as JobKind[]) {
+    const run = processors[kind];
+    if (!run) continue;
+    // Three parameters: BullMQ then hands each job a cancellation signal (worker.cancelJob).
+    const processor: Processor = async (job, token, signal) => {
+      job.data = JOBS[kind].schema.parse(job.data);
+      const untrack = kind === 'step' ? trackSessionJob(sessionJobs, job, worker, signal) : undefined;
+      try {
+        if (deps.metrics) await deps.metrics.observeJob(job, () => run(deps, job, token));
+        else await run(deps, job, token);
+      } finally {
+        untrack?.();
+      }
+    };
+    const worker = new Worker(JOBS[kind].queue, processor, {
+      connection: deps.redis.duplicate({ maxRetriesPerRequest: null }),
+      prefix: deps.keys.queuePrefix,
+      concurrency: opts.concurrency[kind] ?? 1,
+      lockDuration: opts.jobLockMs,
+      stalledInterval: opts.stalledIntervalMs,
+      maxStalledCount: 1_000,
+      // Per-minute completed/failed counts kept in Redis: bullmq_job_{completed,failed}_total on /metrics.
+      metrics: { maxDataPoints: MetricsTime.ONE_WEEK },
+    });
+    worker.on('failed', (job, err) =>
+      deps.logger.error(
+        { err, jobId: job?.id, queue: kind, tenantId: job?.data?.tenantId, sessionId: job?.data?.sessionId },
+        'job failed',
+      ),
+    );
+    worker.on('error', (err) => deps.logger.error({ err, queue: kind }, 'worker error'));
+    workers.push(worker);
+  }
+  return workers;
+}
+
+export async function stopWorkers(workers: Worker[]): Promise<void> {
+  await Promise.all(workers.map((w) => w.close()));
+  const listener = abortListeners.get(workers);
+  abortListeners.delete(workers);
+  await listener?.close();
+}

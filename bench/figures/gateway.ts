@@ -1,0 +1,149 @@
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import autocannon, { type Result } from 'autocannon';
+import { figureArgs } from '../lib/args.ts';
+import { freshDatabase, namespace, purgeNamespace, REDIS_URL, sleep } from '../lib/infra.ts';
+import { forkChild, spawnNode, stopProcess } from '../lib/proc.ts';
+import { emit, log, ratioOf } from '../lib/result.ts';
+import { benchSessions, benchTenant } from '../lib/service.ts';
+import { fmt, summarize } from '../lib/stats.ts';
+
+// Gateway POST /v1/sessions/:id/messages: requests per second with autocannon, 50 connections,
+// round-robin over 200 sessions (so the per-session row lock is not what is measured), workers
+// off. The gateway is the real server process (apps/gateway/src/server.ts, LOG_LEVEL=warn);
+// autocannon runs in this process. Ceiling: a bare Fastify route doing one Redis XADD
+// (lib/xadd-server.ts), same requests, same client.
+// BENCH_GATEWAY_PROF=<dir> runs the gateway under --cpu-prof (profile written there at its exit).
+
+const args = figureArgs({ runs: 3, quickRuns: 1 });
+const DURATION_S = args.quick ? 4 : 8;
+const CONNECTIONS = 50;
+const SESSIONS = 200;
+const started = performance.now();
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return typeof address === 'object' && address ? address.port : 0;
+}
+
+const database = await freshDatabase('gateway');
+const ns = namespace('gateway');
+const tenant = await benchTenant(database.db);
+const sessions = await benchSessions(database.db, tenant, SESSIONS);
+const body = JSON.stringify({ text: 'What is the weather in Paris today, and should I take an umbrella?' });
+const headers = { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json' };
+
+const port = await freePort();
+const gateway = spawnNode(
+  'apps/gateway/src/server.ts',
+  {
+    DATABASE_URL: database.url,
+    REDIS_URL,
+    LOOPLINE_NAMESPACE: ns,
+    LOOPLINE_OPERATOR_TOKEN: randomUUID(),
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    // The per-key limiter stays on (one Redis round trip per request) but never refuses.
+    LOOPLINE_RATE_LIMIT_PER_MINUTE: String(1_000_000_000),
+  },
+  {
+    log: 'gateway',
+    nodeArgs: process.env.BENCH_GATEWAY_PROF
+      ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_GATEWAY_PROF}`]
+      : [],
+  },
+);
+const xadd = forkChild('lib/xadd-server.ts', [], { BENCH_NS: `${ns}-x` });
+const { port: xaddPort } = (await xadd.ready) as { port: number };
+const gatewayUrl = `http://127.0.0.1:${port}`;
+for (let i = 0; ; i++) {
+  const ok = await fetch(`${gatewayUrl}/healthz`).then(
+    (r) => r.ok,
+    () => false,
+  );
+  if (ok) break;
+  if (i > 300 || gateway.exitCode !== null)
+    throw new Error('the gateway did not start (see bench/out/logs/gateway.log)');
+  await sleep(100);
+}
+
+async function cannon(url: string, seconds: number): Promise<Result> {
+  let i = 0;
+  return autocannon({
+    url,
+    connections: CONNECTIONS,
+    duration: seconds,
+    requests: [
+      {
+        method: 'POST',
+        setupRequest: (req) => ({
+          ...req,
+          path: `/v1/sessions/${sessions[i++ % SESSIONS]}/messages`,
+          headers,
+          body,
+        }),
+      },
+    ],
+  });
+}
+
+const perSecond = (r: Result) => r['2xx'] / r.duration;
+log(`gateway: ${args.runs} runs of ${DURATION_S} s, ${CONNECTIONS} connections (2 s warm-up each)`);
+await cannon(gatewayUrl, 2);
+await cannon(`http://127.0.0.1:${xaddPort}`, 2);
+const loop: Result[] = [];
+const ceiling: Result[] = [];
+for (let r = 0; r < args.runs; r++) {
+  loop.push(await cannon(gatewayUrl, DURATION_S));
+  ceiling.push(await cannon(`http://127.0.0.1:${xaddPort}`, DURATION_S));
+  log(
+    `  run ${r + 1}: gateway ${fmt(perSecond(loop[r]!))} req/s (p50 ${loop[r]!.latency.p50} ms, non-2xx ` +
+      `${loop[r]!.non2xx}, errors ${loop[r]!.errors}); XADD route ${fmt(perSecond(ceiling[r]!))} req/s`,
+  );
+}
+await stopProcess(gateway);
+await xadd.stop();
+await database.drop();
+await purgeNamespace(ns);
+
+const l = loop.map(perSecond);
+const c = ceiling.map(perSecond);
+emit({
+  name: 'gateway',
+  title: 'Gateway POST …/messages',
+  rows: [
+    {
+      figure: 'gateway POST …/messages, 50 connections',
+      unit: 'req/s',
+      loopline: summarize(l),
+      ceilingLabel: 'Fastify route + one XADD',
+      ceiling: summarize(c),
+      ratio: ratioOf(l, c),
+      target: '≥ 30 % of ceiling',
+      met: ratioOf(l, c).median >= 0.3,
+    },
+  ],
+  details: [
+    `autocannon, ${CONNECTIONS} connections, ${DURATION_S} s per run after a 2 s warm-up, round-robin over ` +
+      `${SESSIONS} sessions, body ${body.length} bytes; only 2xx answers are counted. Each POST authenticates ` +
+      'the API key, reads the session, appends the message in one transaction (status, seq, message, part), ' +
+      'adds the wake job and publishes the events; workers are off, so the wake jobs only queue. The ' +
+      'per-key rate limiter is on with a limit never reached (LOOPLINE_RATE_LIMIT_PER_MINUTE=10^9), ' +
+      'LOG_LEVEL=warn.',
+    '',
+    '| run | gateway req/s | p50 / p99 latency | non-2xx / errors | XADD route req/s | p50 / p99 latency |',
+    '| ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...loop.map(
+      (g, i) =>
+        `| ${i + 1} | ${fmt(perSecond(g))} | ${g.latency.p50} / ${g.latency.p99} ms | ${g.non2xx} / ${g.errors} | ` +
+        `${fmt(perSecond(ceiling[i]!))} | ${ceiling[i]!.latency.p50} / ${ceiling[i]!.latency.p99} ms |`,
+    ),
+  ],
+  elapsedMs: performance.now() - started,
+});
+process.exit(0);

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Makes sure Redis and PostgreSQL answer on REDIS_URL / DATABASE_URL.
+# When nothing answers, installs the Debian packages if needed and starts a
+# private instance with its data under .local/ (never a system service).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+state="$root/.local"
+mkdir -p "$state"
+REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379}"
+DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/loopline}"
+
+hostport() { # url -> "host port"
+  local rest="${1#*://}"; rest="${rest#*@}"; rest="${rest%%/*}"
+  local host="${rest%%:*}" port="${rest##*:}"
+  [ "$port" = "$rest" ] && port="$2"
+  echo "$host $port"
+}
+answers() { timeout 1 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null; }
+
+apt_ready=0
+need_pkg() { # command package
+  command -v "$1" >/dev/null 2>&1 && return 0
+  if [ "$apt_ready" = 0 ]; then apt-get update -qq >&2; apt_ready=1; fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >&2
+}
+
+read -r rhost rport < <(hostport "$REDIS_URL" 6379)
+if ! answers "$rhost" "$rport"; then
+  need_pkg redis-server redis-server
+  echo "loopline: starting Redis on $rhost:$rport (data in $state/redis)" >&2
+  mkdir -p "$state/redis"
+  redis-server --daemonize yes --bind "$rhost" --port "$rport" --save "" --appendonly no \
+    --dir "$state/redis" --logfile "$state/redis/redis.log"
+  for _ in $(seq 50); do answers "$rhost" "$rport" && break; sleep 0.1; done
+fi
+
+read -r phost pport < <(hostport "$DATABASE_URL" 5432)
+if ! answers "$phost" "$pport"; then
+  need_pkg psql postgresql
+  bin="$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)"
+  data="$state/postgres"
+  # PostgreSQL refuses to run as root, so as root it runs as the postgres user, which must be able
+  # to reach the data folder. When the checkout sits below a folder it cannot enter (a private
+  # temporary folder, say), the data goes to a per-checkout folder under /var/tmp instead.
+  if [ "$(id -u)" = 0 ] && ! runuser -u postgres -- test -x "$state"; then
+    data="/var/tmp/loopline-$(echo -n "$root" | sha256sum | cut -c1-12)/postgres"
+    mkdir -p "$data"
+    echo "loopline: $state is not reachable by the postgres user; PostgreSQL data goes to $data" >&2
+  fi
+  if [ ! -s "$data/PG_VERSION" ]; then
+    echo "loopline: initialising PostgreSQL in $data" >&2
+    mkdir -p "$data"
+    if [ "$(id -u)" = 0 ]; then chown -R postgres "$data"; run=(runuser -u postgres --); else run=(); fi
+    (cd / && "${run[@]}" "$bin/initdb" -D "$data" -U postgres --auth=trust >/dev/null)
+  fi
+  if [ "$(id -u)" = 0 ]; then run=(runuser -u postgres --); chown -R postgres "$data"; else run=(); fi
+  echo "loopline: starting PostgreSQL on $phost:$pport" >&2
+  (cd / && "${run[@]}" "$bin/pg_ctl" -D "$data" -l "$data/server.log" -w \
+    -o "-h $phost -p $pport -k /tmp -c max_connections=300" start >/dev/null)
+fi
+echo "loopline: Redis and PostgreSQL are reachable" >&2

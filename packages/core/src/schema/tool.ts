@@ -1,0 +1,35 @@
+import { z } from 'zod';
+
+/** JSON Schema of a tool's input (an object schema). */
+export const JsonSchemaObject = z
+  .object({ type: z.literal('object') })
+  .catchall(z.unknown())
+  .describe('JSON Schema of the tool input; must be an object schema');
+
+export const ToolConfig = z.discriminatedUnion('kind', [
+  z.object({
+    kind: z.literal('webhook'),
+    description: z.string().max(10_000).default(''),
+    inputSchema: JsonSchemaObject,
+    /** The worker POSTs {callId, sessionId, tool, input} here and uses the response body as output. */
+    url: z.url(),
+    timeoutMs: z.number().int().positive().max(600_000).default(30_000),
+    headers: z.record(z.string(), z.string()).default({}),
+  }),
+  z.object({
+    kind: z.literal('client'),
+    description: z.string().max(10_000).default(''),
+    inputSchema: JsonSchemaObject,
+    /** Unanswered calls become errors after this long. */
+    timeoutMs: z.number().int().positive().optional(),
+  }),
+]);
+export type ToolConfig = z.infer<typeof ToolConfig>;
+export type ToolConfigInput = z.input<typeof ToolConfig>;
+
+/**
+ * Built-in tool names: no PUT /v1/tools needed, and a tenant tool of the same name is ignored.
+ * `read_output` is given to every agent; `task` (start a subagent, session/task.ts) only to agents
+ * that list it in `tools`.
+ */
+export const BUILTIN_TOOLS = ['read_output', 'task'] as const;

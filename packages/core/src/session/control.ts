@@ -1,0 +1,222 @@
+// Session control read from the log (issue #5): tool calls the session is waiting on (subagents
+// started by the task tool, client tools answered over HTTP), aborted turns, and `queue` mode's
+// held mid-run messages. Pure: every answer is re-derived from the messages, by `seq`.
+
+import type { WithParts } from '../schema/message.ts';
+import type { ToolPart } from '../schema/part.ts';
+import { isTurnStart } from './turn.ts';
+
+/** What a deferred call waits for: a child session (task tool) or the API caller (client tool). */
+export type Awaiting = 'subagent' | 'client';
+
+export interface DeferredCall {
+  messageId: string;
+  partId: string;
+  callId: string;
+  tool: string;
+  awaiting: Awaiting;
+  /** awaiting subagent: the child session running the task. */
+  childSessionId?: string;
+  /** awaiting client: when the call becomes an error (ms since epoch). */
+  deadline?: number;
+}
+
+/** Running-state metadata of a deferred call; what `deferredOf` reads back. */
+export interface DeferredMetadata {
+  awaiting: Awaiting;
+  childSessionId?: string;
+  /** The child's first (prompt) message, for its deterministic wake job id. */
+  childMessageId?: string;
+  deadline?: number;
+  timeoutMs?: number;
+  [key: string]: unknown;
+}
+
+/** The deferred call a tool part stands for, or undefined for any other part or state. */
+export function deferredOf(part: ToolPart, messageId: string = part.messageId): DeferredCall | undefined {
+  if (part.state.status !== 'running') return undefined;
+  const meta = part.state.metadata;
+  if (!meta || (meta.awaiting !== 'subagent' && meta.awaiting !== 'client')) return undefined;
+  const call: DeferredCall = {
+    messageId,
+    partId: part.id,
+    callId: part.callId,
+    tool: part.tool,
+    awaiting: meta.awaiting,
+  };
+  if (typeof meta.childSessionId === 'string') call.childSessionId = meta.childSessionId;
+  if (typeof meta.deadline === 'number') call.deadline = meta.deadline;
+  return call;
+}
+
+/**
+ * Calls the session waits on: running tool parts marked as deferred in assistant replies that
+ * finished without an error (the step ran its other tools and closed the reply). A reply closed by
+ * an abort or an interruption never waits: its deferred parts were marked interrupted with it.
+ */
+export function deferredCalls(messages: WithParts[]): DeferredCall[] {
+  const out: DeferredCall[] = [];
+  for (const m of messages) {
+    const info = m.info;
+    if (info.role !== 'assistant' || info.summary || info.finish === undefined || info.error) continue;
+    for (const part of m.parts) {
+      if (part.type !== 'tool') continue;
+      const call = deferredOf(part, info.id);
+      if (call) out.push(call);
+    }
+  }
+  return out;
+}
+
+/** A reply ended by POST …/abort (its content streamed so far stays in the model view). */
+export function isAbortedReply(msg: WithParts): boolean {
+  return (
+    msg.info.role === 'assistant' && msg.info.summary !== true && msg.info.error?.name === 'AbortedError'
+  );
+}
+
+/**
+ * The current turn was aborted: the newest reply (summaries aside) after the newest message the
+ * user typed is an aborted one. Synthetic messages after it (a compaction that was already queued,
+ * its continue message) do not resume the turn; a new user message starts a new one.
+ */
+export function turnAborted(messages: WithParts[]): boolean {
+  let start: WithParts | undefined;
+  let lastUser: WithParts | undefined;
+  for (const m of messages) {
+    if (m.info.role !== 'user') continue;
+    if (!lastUser || m.info.seq > lastUser.info.seq) lastUser = m;
+    if (isTurnStart(m) && (!start || m.info.seq > start.info.seq)) start = m;
+  }
+  const from = (start ?? lastUser)?.info.seq;
+  if (from === undefined) return false;
+  let reply: WithParts | undefined;
+  for (const m of messages) {
+    if (m.info.role !== 'assistant' || m.info.summary || m.info.seq <= from) continue;
+    if (!reply || m.info.seq > reply.info.seq) reply = m;
+  }
+  return reply !== undefined && isAbortedReply(reply);
+}
+
+/**
+ * A reply after which the loop exits: closed, not asking for tools, holding no tool calls — the
+ * loop's own exit test (loop.ts) — and not a compaction summary.
+ */
+export function isFinalReply(msg: WithParts): boolean {
+  const info = msg.info;
+  if (info.role !== 'assistant' || info.summary) return false;
+  if (info.finish === undefined || info.finish === 'tool-calls' || info.finish === 'interrupted')
+    return false;
+  return !msg.parts.some((p) => p.type === 'tool');
+}
+
+export interface QueueView {
+  /** The model view with held messages removed and released ones moved to where their turn ended. */
+  view: WithParts[];
+  /** Mid-run messages still waiting for the current turn to end, seq order. */
+  held: WithParts[];
+}
+
+/**
+ * `midRunMessages: "queue"`: a message sent while the loop works waits until the turn ends, then
+ * starts the next turn. Applied to filterCompacted output (seq comparisons, as everywhere).
+ *
+ * - A mid-run user message arrived *during* a turn when the newest reply or turn start before it
+ *   (other mid-run messages aside) was not a final reply; one that came after a final reply (the
+ *   loop had answered but not yet gone idle) starts a turn at once and stays where it is.
+ * - It is **held** (left out of the view) until the first reply after it that ends a turn. A final
+ *   reply releases it: it moves right after that reply and takes an effective `seq` just above it
+ *   (in a copy; the stored row is unchanged), so decide() sees a user message newer than the last
+ *   reply — a new turn. An aborted reply, or a user message typed after it that started a turn
+ *   (the session had gone idle or failed), leaves it where it is: it was part of that turn.
+ */
+export function queueView(view: WithParts[]): QueueView {
+  const sorted = [...view].sort((a, b) => a.info.seq - b.info.seq);
+  const held: WithParts[] = [];
+  const releasedAfter = new Map<string, WithParts[]>();
+  const moved = new Set<string>();
+  for (let i = 0; i < sorted.length; i++) {
+    const msg = sorted[i]!;
+    if (!isQueuedCandidate(msg) || !arrivedMidTurn(sorted, i)) continue;
+    const end = turnEndAfter(sorted, i);
+    if (!end) {
+      held.push(msg);
+      moved.add(msg.info.id);
+    } else if (isFinalReply(end)) {
+      const list = releasedAfter.get(end.info.id) ?? [];
+      list.push(msg);
+      releasedAfter.set(end.info.id, list);
+      moved.add(msg.info.id);
+    }
+  }
+  if (moved.size === 0) return { view, held };
+  const out: WithParts[] = [];
+  for (const msg of view) {
+    if (moved.has(msg.info.id)) continue;
+    out.push(msg);
+    const released = releasedAfter.get(msg.info.id);
+    if (!released) continue;
+    released.forEach((r, k) => {
+      const seq = msg.info.seq + (k + 1) / (released.length + 1);
+      out.push({ ...r, info: { ...r.info, seq } });
+    });
+  }
+  return { view: out, held };
+}
+
+function isQueuedCandidate(msg: WithParts): boolean {
+  return msg.info.role === 'user' && msg.info.midRun === true && isTurnStart(msg);
+}
+
+/** The newest reply or turn start before index i decides whether the loop was still working. */
+function arrivedMidTurn(sorted: WithParts[], i: number): boolean {
+  for (let j = i - 1; j >= 0; j--) {
+    const m = sorted[j]!;
+    if (m.info.role === 'assistant') {
+      if (m.info.summary) continue;
+      return !isFinalReply(m) && !isAbortedReply(m);
+    }
+    if (isTurnStart(m) && m.info.role === 'user' && m.info.midRun !== true) return true;
+  }
+  return false;
+}
+
+/** The first reply after index i that ends a turn, or a turn start typed after the session stopped. */
+function turnEndAfter(sorted: WithParts[], i: number): WithParts | undefined {
+  for (let j = i + 1; j < sorted.length; j++) {
+    const m = sorted[j]!;
+    if (isFinalReply(m) || isAbortedReply(m)) return m;
+    if (m.info.role === 'user' && m.info.midRun !== true && isTurnStart(m)) return m;
+  }
+  return undefined;
+}
+
+/** A client tool call the session waits on, as GET /v1/sessions/:id lists it. */
+export interface PendingClientCall {
+  callId: string;
+  tool: string;
+  input: Record<string, unknown>;
+  /** When the call was made (ms since epoch). */
+  createdAt: number;
+  deadline?: number;
+}
+
+/** Client tool calls still waiting for POST …/tool-results (the deferredCalls of the log), in log order. */
+export function pendingClientCalls(messages: WithParts[]): PendingClientCall[] {
+  const parts = new Map<string, ToolPart>();
+  for (const m of messages) for (const p of m.parts) if (p.type === 'tool') parts.set(p.id, p);
+  const out: PendingClientCall[] = [];
+  for (const call of deferredCalls(messages)) {
+    const part = parts.get(call.partId);
+    if (call.awaiting !== 'client' || part?.state.status !== 'running') continue;
+    const pending: PendingClientCall = {
+      callId: call.callId,
+      tool: call.tool,
+      input: part.state.input,
+      createdAt: part.state.time.start,
+    };
+    if (call.deadline !== undefined) pending.deadline = call.deadline;
+    out.push(pending);
+  }
+  return out;
+}

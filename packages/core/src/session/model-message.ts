@@ -1,0 +1,60 @@
+// What the model is sent: structural copies of the AI SDK v7 `ModelMessage` shapes Loopline uses.
+// core must not import `ai`; these types are assignable to the SDK's, so the llm package passes
+// them straight to streamText. Never add a field here the SDK does not accept.
+
+export interface ModelTextPart {
+  type: 'text';
+  text: string;
+}
+
+/** A file by URL (http(s) or data:); the SDK downloads or inlines it per provider. */
+export interface ModelFilePart {
+  type: 'file';
+  data: string;
+  mediaType: string;
+  filename?: string;
+}
+
+export interface ModelReasoningPart {
+  type: 'reasoning';
+  text: string;
+}
+
+export interface ModelToolCallPart {
+  type: 'tool-call';
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
+}
+
+export type ModelToolResultOutput = { type: 'text'; value: string } | { type: 'error-text'; value: string };
+
+export interface ModelToolResultPart {
+  type: 'tool-result';
+  toolCallId: string;
+  toolName: string;
+  output: ModelToolResultOutput;
+}
+
+export interface UserModelMessage {
+  role: 'user';
+  content: Array<ModelTextPart | ModelFilePart>;
+}
+
+export interface AssistantModelMessage {
+  role: 'assistant';
+  content: Array<ModelTextPart | ModelReasoningPart | ModelToolCallPart>;
+}
+
+export interface ToolModelMessage {
+  role: 'tool';
+  content: ModelToolResultPart[];
+}
+
+export type ModelMessage = UserModelMessage | AssistantModelMessage | ToolModelMessage;
+
+/**
+ * The system prompt as blocks: a stable first block (agent prompt or provider default, identical
+ * on every call so providers can cache it) and an optional second block for what varies.
+ */
+export type SystemBlocks = string[];

@@ -1,0 +1,124 @@
+// The pure half of the built-in `read_output` tool: numbered line slices and pattern search over a
+// stored full tool output. Its own answer is bounded (lines, line length, bytes, matches) so
+// reading a huge output never recreates the problem truncation solved.
+
+import { TRUNCATE_MAX_BYTES, TRUNCATE_MAX_LINES } from '../config.ts';
+import { utf8Length } from './truncate.ts';
+
+export interface ReadOutputOptions {
+  /** Lines to skip (0-based): `offset: 2000` starts at line 2,001. */
+  offset?: number;
+  /** Lines to return (slice) or matches to return (search); at most 2,000. */
+  limit?: number;
+  /** A regular expression (JavaScript syntax); a literal substring when it is not a safe one. */
+  pattern?: string;
+}
+
+export const READ_LINE_MAX_CHARS = 2_000;
+export const READ_DEFAULT_MATCHES = 100;
+
+function clip(line: string): string {
+  return line.length > READ_LINE_MAX_CHARS
+    ? `${line.slice(0, READ_LINE_MAX_CHARS)}... (line truncated, ${line.length} chars)`
+    : line;
+}
+
+function numbered(n: number, width: number, line: string): string {
+  return `${String(n).padStart(width, ' ')}| ${clip(line)}`;
+}
+
+// The model writes the pattern: refuse what can backtrack exponentially (a quantified group that
+// itself holds a quantifier, backreferences) and search for it literally instead.
+const NESTED_QUANTIFIER = /\((?:[^()\\]|\\.)*[*+}](?:[^()\\]|\\.)*\)\s*[*+?{]/;
+const BACKREFERENCE = /\\[1-9]|\\k</;
+
+/** A matcher for `pattern`: the regex when it compiles and is safe, else a substring test. */
+export function compilePattern(pattern: string): (line: string) => boolean {
+  if (!NESTED_QUANTIFIER.test(pattern) && !BACKREFERENCE.test(pattern)) {
+    try {
+      const re = new RegExp(pattern);
+      return (line) =>
+        re.test(line.length > 10 * READ_LINE_MAX_CHARS ? line.slice(0, 10 * READ_LINE_MAX_CHARS) : line);
+    } catch {
+      // not a valid regex: fall through to a literal search
+    }
+  }
+  return (line) => line.includes(pattern);
+}
+
+export function readOutputSlice(content: string, opts: ReadOutputOptions = {}): string {
+  const lines = content.split('\n');
+  const width = String(lines.length).length;
+  const offset = Math.max(0, Math.floor(opts.offset ?? 0));
+  if (opts.pattern !== undefined && opts.pattern !== '') return search(lines, width, offset, opts);
+  if (offset >= lines.length)
+    return `(Offset ${offset} is past the end: the output has ${lines.length} lines.)`;
+  const limit = Math.min(TRUNCATE_MAX_LINES, Math.max(1, Math.floor(opts.limit ?? TRUNCATE_MAX_LINES)));
+  const out: string[] = [];
+  let bytes = 0;
+  let i = offset;
+  for (; i < lines.length && i < offset + limit; i++) {
+    const row = numbered(i + 1, width, lines[i]!);
+    const size = utf8Length(row) + 1;
+    if (bytes + size > TRUNCATE_MAX_BYTES && out.length > 0) break;
+    bytes += size;
+    out.push(row);
+  }
+  const footer =
+    i < lines.length
+      ? `(Lines ${offset + 1}-${i} of ${lines.length}. Use offset=${i} to read more.)`
+      : `(End of output: ${lines.length} lines.)`;
+  return `${out.join('\n')}\n\n${footer}`;
+}
+
+function search(lines: string[], width: number, offset: number, opts: ReadOutputOptions): string {
+  const pattern = opts.pattern!;
+  const test = compilePattern(pattern);
+  const limit = Math.min(TRUNCATE_MAX_LINES, Math.max(1, Math.floor(opts.limit ?? READ_DEFAULT_MATCHES)));
+  const out: string[] = [];
+  let bytes = 0;
+  let total = 0;
+  let lastShown = offset;
+  let full = false;
+  for (let i = offset; i < lines.length; i++) {
+    if (!test(lines[i]!)) continue;
+    total++;
+    if (full || out.length >= limit) continue; // keep counting matches only
+    const row = numbered(i + 1, width, lines[i]!);
+    const size = utf8Length(row) + 1;
+    if (bytes + size > TRUNCATE_MAX_BYTES && out.length > 0) {
+      full = true;
+      continue;
+    }
+    bytes += size;
+    out.push(row);
+    lastShown = i + 1;
+  }
+  if (total === 0) return `(No lines match ${JSON.stringify(pattern)} after line ${offset}.)`;
+  const footer =
+    out.length < total
+      ? `(${total} matching lines; showing ${out.length}. Use offset=${lastShown} to see matches after line ${lastShown}.)`
+      : `(${total} matching lines.)`;
+  return `${out.join('\n')}\n\n${footer}`;
+}
+
+/**
+ * The definition the model is given for `read_output` (every agent has it). The worker sends it;
+ * the gateway counts it in the request overhead, so both measure the same request.
+ */
+export const READ_OUTPUT_TOOL = {
+  name: 'read_output',
+  description:
+    'Read a tool output that was truncated. Pass the outputId from the truncation notice, and either offset/limit (line numbers, 0-based) to page through it, or a pattern (regular expression) to list matching lines.',
+  inputSchema: {
+    type: 'object',
+    properties: {
+      outputId: { type: 'string', description: 'The id given in the truncation notice' },
+      offset: { type: 'integer', minimum: 0, description: 'First line to read (0-based)' },
+      limit: { type: 'integer', minimum: 1, maximum: 2000, description: 'Number of lines to read' },
+      pattern: { type: 'string', description: 'Regular expression to search for' },
+    },
+    required: ['outputId'],
+    additionalProperties: false,
+  },
+} as const;

@@ -1,0 +1,68 @@
+// Which recent messages a compaction keeps verbatim (CONTEXT.md §5.2): the last `tailTurns` user
+// turns within a token budget, split at a message boundary when a turn does not fit. Everything
+// before the tail is the head, which the summary replaces.
+
+import type { WithParts } from '../schema/message.ts';
+import { compactionPartOf } from './history.ts';
+import { messageTokens } from './tokens.ts';
+
+/** clamp(usable / 4, 2,000, 8,000): enough for the latest exchange, never a large share of the window. */
+export function defaultTailBudget(usable: number): number {
+  return Math.min(8_000, Math.max(2_000, Math.floor(usable / 4)));
+}
+
+export interface TailOptions {
+  tailTurns?: number;
+  /** Token budget of the tail (preserveRecentTokens, else defaultTailBudget(usable)). */
+  budget: number;
+}
+
+export interface TailSplit {
+  head: WithParts[];
+  tail: WithParts[];
+  /** First tail message: the compaction part's `tailStartId`. */
+  tailStartId?: string;
+}
+
+/**
+ * `messages`: the model view before the compaction message (filterCompacted output without the
+ * pending compaction message and what follows it). Walks newest → oldest adding whole messages
+ * while they fit `budget` and belong to the last `tailTurns` turns; the first message that does
+ * not fit ends the tail, so an oversized turn keeps only its newest messages.
+ *
+ * A turn starts at each user message that is not a compaction marker; the previous boundary's
+ * compaction message and summary are never in the tail. When the tail would leave nothing new to
+ * summarise, the tail is empty: the summary then covers everything (there is no other way to
+ * make room).
+ */
+export function selectTail(messages: WithParts[], opts: TailOptions): TailSplit {
+  const tailTurns = opts.tailTurns ?? 2;
+  // Index of the first message of the oldest turn the tail may reach.
+  let floor = messages.length;
+  let turns = 0;
+  for (let i = messages.length - 1; i >= 0 && turns < tailTurns; i--) {
+    const msg = messages[i]!;
+    if (msg.info.role === 'user' && compactionPartOf(msg) === undefined) {
+      turns++;
+      floor = i;
+    }
+  }
+  let start = messages.length;
+  let used = 0;
+  for (let i = messages.length - 1; i >= floor; i--) {
+    const tokens = messageTokens(messages[i]!);
+    if (used + tokens > opts.budget) break;
+    used += tokens;
+    start = i;
+  }
+  const head = messages.slice(0, start);
+  if (start >= messages.length || !head.some(isNewContent)) return { head: messages, tail: [] };
+  const tail = messages.slice(start);
+  return { head, tail, tailStartId: tail[0]!.info.id };
+}
+
+// The previous boundary (its compaction message and summary) is already summarised.
+function isNewContent(msg: WithParts): boolean {
+  if (msg.info.role === 'assistant') return msg.info.summary !== true;
+  return compactionPartOf(msg) === undefined;
+}

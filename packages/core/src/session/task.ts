@@ -1,0 +1,96 @@
+// The pure half of the built-in `task` tool: a primary agent starts a subagent in a child session
+// and gets the child's final answer as the tool result. The definition is shared by the worker
+// (what the model is sent) and the gateway (the request overhead it counts), so both measure the
+// same request.
+
+import { z } from 'zod';
+import type { AgentConfig } from '../config.ts';
+import type { ErrorData } from '../errors.ts';
+import type { WithParts } from '../schema/message.ts';
+import { isAbortedReply } from './control.ts';
+import { READ_OUTPUT_TOOL } from './read-output.ts';
+
+export const TASK_TOOL_NAME = 'task';
+
+/** The task tool's input, validated before a child session is created. */
+export const TaskInput = z.object({
+  agent: z.string().min(1).max(64),
+  prompt: z.string().min(1).max(200_000),
+  description: z.string().min(1).max(200),
+});
+export type TaskInput = z.infer<typeof TaskInput>;
+
+/** Agents that may run as a subagent. */
+export function canRunAsSubagent(agent: Pick<AgentConfig, 'mode'>): boolean {
+  return agent.mode === 'subagent' || agent.mode === 'all';
+}
+
+export interface ToolDefinitionShape {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+}
+
+/** The task tool as the model sees it; `subagents` are the names it may start (sorted by the caller). */
+export function taskToolDefinition(subagents: readonly string[]): ToolDefinitionShape {
+  const available =
+    subagents.length > 0 ? `Available agents: ${subagents.join(', ')}.` : 'No subagents are defined yet.';
+  return {
+    name: TASK_TOOL_NAME,
+    description:
+      'Start a subagent on a self-contained task and wait for its final answer, which becomes this ' +
+      `tool's result. Give it everything it needs in the prompt: it does not see this conversation. ${available}`,
+    inputSchema: {
+      type: 'object',
+      properties: {
+        agent: { type: 'string', description: 'Name of the subagent to start' },
+        prompt: { type: 'string', description: 'The task, with all the context the subagent needs' },
+        description: { type: 'string', description: 'A short (3-5 words) description of the task' },
+      },
+      required: ['agent', 'prompt', 'description'],
+      additionalProperties: false,
+    },
+  };
+}
+
+/** Built-in tools an agent is sent besides its own: read_output always, task when listed. */
+export function builtinToolDefinitions(
+  agentTools: readonly string[],
+  subagents: readonly string[],
+): ToolDefinitionShape[] {
+  const out: ToolDefinitionShape[] = [READ_OUTPUT_TOOL as unknown as ToolDefinitionShape];
+  if (agentTools.includes(TASK_TOOL_NAME)) out.push(taskToolDefinition(subagents));
+  return out;
+}
+
+/** What a finished child session gives its parent's task call. */
+export type ChildAnswer = { ok: true; output: string } | { ok: false; error: string };
+
+/**
+ * The child's answer once it stopped (status idle or error): the text of its newest reply; an
+ * error when the child failed or its turn was aborted (followed by the text it had written, if any).
+ */
+export function childAnswer(
+  child: { status: string; error: ErrorData | null },
+  history: WithParts[],
+): ChildAnswer {
+  let last: WithParts | undefined;
+  for (const m of history) {
+    if (m.info.role !== 'assistant' || m.info.summary) continue;
+    if (!last || m.info.seq > last.info.seq) last = m;
+  }
+  const text = (last?.parts ?? [])
+    .flatMap((p) => (p.type === 'text' && !p.ignored && p.text.trim() !== '' ? [p.text] : []))
+    .join('\n\n');
+  const withText = (error: string) => ({
+    ok: false as const,
+    error: text ? `${error}. Its last reply:\n${text}` : error,
+  });
+  if (child.status === 'error') {
+    return withText(
+      `The subagent failed: ${child.error ? `${child.error.name}: ${child.error.message}` : 'unknown error'}`,
+    );
+  }
+  if (last && isAbortedReply(last)) return withText('The subagent was aborted');
+  return { ok: true, output: text || '(The subagent finished without a text answer.)' };
+}

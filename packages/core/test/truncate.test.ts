@@ -1,0 +1,120 @@
+import { describe, expect, it } from 'vitest';
+import { compilePattern, readOutputSlice } from '../src/session/read-output.ts';
+import { truncateToolOutput, utf8Length } from '../src/session/truncate.ts';
+
+const lines = (n: number, prefix = 'line') =>
+  Array.from({ length: n }, (_, i) => `${prefix} ${i + 1}`).join('\n');
+
+describe('truncateToolOutput', () => {
+  it('leaves a small output alone', () => {
+    expect(truncateToolOutput('ok\nfine', { outputId: 'out_1' })).toEqual({ text: 'ok\nfine' });
+  });
+
+  it('keeps the first 2,000 lines with a line marker and a read_output hint', () => {
+    const r = truncateToolOutput(lines(2_500), { outputId: 'out_1' });
+    expect(r.truncated).toMatchObject({ totalLines: 2_500, direction: 'head', omittedLines: 500 });
+    expect(r.text.startsWith('line 1\n')).toBe(true);
+    expect(r.text).toContain('line 2000\n\n...500 lines truncated...\n\n');
+    expect(r.text).not.toContain('line 2001');
+    expect(r.text).toContain('read_output');
+    expect(r.text).toContain('"out_1"');
+    expect(r.text).toMatch(/offset\/limit/);
+    expect(r.text).toMatch(/pattern/);
+  });
+
+  it('cuts by bytes with a byte marker', () => {
+    const text = lines(1_000, 'x'.repeat(100));
+    const r = truncateToolOutput(text, { outputId: 'out_2', maxBytes: 1_024 });
+    const kept = r.text.split('\n\n...')[0]!;
+    expect(utf8Length(kept)).toBeLessThanOrEqual(1_024);
+    expect(r.truncated!.omittedBytes).toBe(utf8Length(text) - utf8Length(kept));
+    expect(r.text).toContain(`...${r.truncated!.omittedBytes} bytes truncated...`);
+  });
+
+  it('keeps the end in tail mode, marker and hint first', () => {
+    const r = truncateToolOutput(lines(30), { outputId: 'out_3', maxLines: 10, direction: 'tail' });
+    expect(r.text.startsWith('...20 lines truncated...\n\n')).toBe(true);
+    expect(
+      r.text.endsWith(
+        'line 21\nline 22\nline 23\nline 24\nline 25\nline 26\nline 27\nline 28\nline 29\nline 30',
+      ),
+    ).toBe(true);
+    expect(r.truncated).toMatchObject({ direction: 'tail', omittedLines: 20 });
+  });
+
+  it('previews a single huge line, never splitting a character', () => {
+    const huge = '€'.repeat(1_000); // 3 bytes each
+    const head = truncateToolOutput(huge, { outputId: 'o', maxBytes: 100 });
+    expect(head.text.startsWith('€'.repeat(33))).toBe(true);
+    expect(head.text).toContain(`...${3_000 - 99} bytes truncated...`);
+    const tail = truncateToolOutput(`${'😀'.repeat(50)}`, { outputId: 'o', maxBytes: 10, direction: 'tail' });
+    expect(tail.text.endsWith('\n\n😀😀')).toBe(true);
+  });
+});
+
+describe('utf8Length', () => {
+  it('matches TextEncoder', () => {
+    for (const s of ['', 'abc', 'é', '你好', '😀x', '\ud800', '\ud800x', 'x\udc00']) {
+      expect(utf8Length(s)).toBe(new TextEncoder().encode(s).length);
+    }
+  });
+});
+
+describe('readOutputSlice', () => {
+  const content = lines(50);
+
+  it('returns numbered lines from offset with a continuation footer', () => {
+    const out = readOutputSlice(content, { offset: 10, limit: 3 });
+    expect(out).toBe(
+      '11| line 11\n12| line 12\n13| line 13\n\n(Lines 11-13 of 50. Use offset=13 to read more.)',
+    );
+  });
+
+  it('says when the end is reached, or the offset is past it', () => {
+    expect(readOutputSlice(content, { offset: 48 })).toMatch(
+      /49\| line 49\n50\| line 50\n\n\(End of output: 50 lines.\)$/,
+    );
+    expect(readOutputSlice(content, { offset: 50 })).toBe(
+      '(Offset 50 is past the end: the output has 50 lines.)',
+    );
+  });
+
+  it('clips very long lines and stops at the byte budget', () => {
+    const wide = Array.from({ length: 100 }, () => 'y'.repeat(3_000)).join('\n');
+    const out = readOutputSlice(wide);
+    expect(out).toContain('... (line truncated, 3000 chars)');
+    expect(utf8Length(out)).toBeLessThan(52 * 1024);
+    expect(out).toMatch(/Use offset=\d+ to read more/);
+  });
+
+  it('searches with a regular expression and numbers the matches', () => {
+    const out = readOutputSlice(content, { pattern: 'line [1-2]5$' });
+    expect(out).toBe('15| line 15\n25| line 25\n\n(2 matching lines.)');
+  });
+
+  it('caps matches and says how to continue', () => {
+    const out = readOutputSlice(content, { pattern: 'line', limit: 2, offset: 5 });
+    expect(out).toBe(
+      ' 6| line 6\n 7| line 7\n\n(45 matching lines; showing 2. Use offset=7 to see matches after line 7.)',
+    );
+  });
+
+  it('says when nothing matches', () => {
+    expect(readOutputSlice(content, { pattern: 'nope' })).toBe('(No lines match "nope" after line 0.)');
+  });
+
+  it('stops showing matches at the byte budget but keeps counting', () => {
+    const wide = Array.from({ length: 100 }, () => 'z'.repeat(1_500)).join('\n');
+    const out = readOutputSlice(wide, { pattern: 'z', limit: 2_000 });
+    expect(out).toMatch(/\(100 matching lines; showing \d+\./);
+  });
+
+  it('falls back to a literal search for invalid or unsafe patterns', () => {
+    expect(compilePattern('(a+)+$')('xx(a+)+$')).toBe(true);
+    expect(compilePattern('(a+)+$')('aaaa')).toBe(false);
+    expect(compilePattern('([a-z]*)*x')('aaaa')).toBe(false);
+    expect(compilePattern('(a)\\1')('aa')).toBe(false);
+    expect(compilePattern('[unclosed')('a [unclosed b')).toBe(true);
+    expect(compilePattern('fo+')('foo')).toBe(true);
+  });
+});

@@ -1,0 +1,112 @@
+// @loopline/db — the only place that writes SQL: kysely table types, migrations, repositories
+// and fencing. Every repository function takes `db` (or a transaction `trx`) first and filters
+// by tenant_id; history rows (messages, parts, steps, compactions) are never deleted.
+
+export { type CreateDbOptions, closeDb, createDb, type Db, type Trx } from './client.ts';
+export { NotFoundError, StaleFenceError } from './errors.ts';
+export { acquireFence, currentFence, type Fence, withFence } from './fence.ts';
+export { MIGRATIONS_DIR, migrateToLatest } from './migrate.ts';
+export { getAgent, listAgents, putAgent } from './repo/agents.ts';
+export {
+  type ApiKeyInfo,
+  authenticateApiKey,
+  createApiKey,
+  hashApiKey,
+  listApiKeys,
+  revokeApiKey,
+} from './repo/api-keys.ts';
+export { batchItemResult } from './repo/batch-results.ts';
+export {
+  BATCH_CANCELLED_DETAIL,
+  type BatchCounts,
+  type BatchInfo,
+  type BatchItemInfo,
+  type BatchState,
+  batchCounts,
+  type CancelledBatch,
+  type CreateBatchInput,
+  cancelBatch,
+  completeBatch,
+  createBatch,
+  finishBatchItem,
+  getBatch,
+  getBatchItemBySession,
+  isBatchItemCancelled,
+  listBatchItems,
+  recordItemSent,
+} from './repo/batches.ts';
+export {
+  type FinishCompactionInput,
+  finishCompaction,
+  latestCompletedCompaction,
+  listCompactions,
+  type StartCompactionInput,
+  startCompaction,
+} from './repo/compactions.ts';
+export { type LoadHistoryOptions, loadHistory } from './repo/history.ts';
+export { findIdempotentResponse, saveIdempotentResponse } from './repo/idempotency.ts';
+export type {
+  AgentInfo,
+  CompactionInfo,
+  SessionInfo,
+  StepInfo,
+  TenantInfo,
+  ToolInfo,
+} from './repo/mappers.ts';
+export {
+  type AppendUserMessageInput,
+  appendUserMessage,
+  type CreateAssistantMessageInput,
+  createAssistantMessage,
+  getMessage,
+  markReverted,
+  revertedMessageIds,
+  type UserPartInput,
+  updateMessageInfo,
+} from './repo/messages.ts';
+export {
+  getSessionAnyTenant,
+  type ListSessionsAllTenantsOptions,
+  listSessionsAllTenants,
+  type OperatorSession,
+} from './repo/operator.ts';
+export { insertPart, updatePart } from './repo/parts.ts';
+export {
+  type AbortRequest,
+  activeChildSessions,
+  clearAbortRequest,
+  recordAbortRequest,
+} from './repo/session-control.ts';
+export {
+  type CreateSessionInput,
+  createSession,
+  getSession,
+  type ListSessionsOptions,
+  listSessions,
+  lockSession,
+  type SessionProgress,
+  setSessionStatus,
+  setSessionTitleIfUnset,
+  transitionSessionStatus,
+  updateSessionProgress,
+} from './repo/sessions.ts';
+export { type FinishStepInput, finishStep, listSteps, type StartStepInput, startStep } from './repo/steps.ts';
+export { createTenant, getTenant, getTenantLimits, updateTenantLimits } from './repo/tenants.ts';
+export {
+  countLines,
+  readToolOutput,
+  type SaveToolOutputInput,
+  saveToolOutput,
+  type ToolOutput,
+} from './repo/tool-outputs.ts';
+export { getTool, getToolsByName, listTools, putTool } from './repo/tools.ts';
+export type { DB } from './schema.ts';
+export type {
+  BatchItemResult,
+  BatchItemStatus,
+  BatchMessage,
+  BatchStatus,
+} from './tables/batch.table.ts';
+export type { CompactionReason, CompactionStatus } from './tables/compaction.table.ts';
+export type { LastUsage } from './tables/session.table.ts';
+export type { StepKind, StepOutcome } from './tables/step.table.ts';

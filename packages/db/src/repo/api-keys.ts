@@ -1,0 +1,91 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { newId, type TenantLimits, tenantLimits } from '@loopline/core';
+import { sql } from 'kysely';
+import type { Db } from '../client.ts';
+
+// API keys: `ll_` + 32 random base62 characters. Only the sha256 hex is stored, so a leaked
+// table grants nothing; `prefix` (the first 8 characters) lets a user tell keys apart.
+
+const KEY_PREFIX = 'll_';
+const KEY_RANDOM_CHARS = 32;
+const DISPLAY_PREFIX_CHARS = 8;
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** Uniform base62: bytes ≥ 248 (= 4 × 62) are rejected so no character is favoured. */
+function randomBase62(length: number): string {
+  let out = '';
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      if (byte < 248 && out.length < length) out += BASE62[byte % 62];
+    }
+  }
+  return out;
+}
+
+export function hashApiKey(apiKey: string): string {
+  return createHash('sha256').update(apiKey, 'utf8').digest('hex');
+}
+
+export interface ApiKeyInfo {
+  id: string;
+  prefix: string;
+  createdAt: Date;
+  revokedAt: Date | null;
+}
+
+export async function createApiKey(db: Db, tenantId: string): Promise<{ keyId: string; apiKey: string }> {
+  const apiKey = KEY_PREFIX + randomBase62(KEY_RANDOM_CHARS);
+  const keyId = newId('key');
+  await db
+    .insertInto('api_keys')
+    .values({
+      id: keyId,
+      tenant_id: tenantId,
+      key_hash: hashApiKey(apiKey),
+      prefix: apiKey.slice(0, DISPLAY_PREFIX_CHARS),
+    })
+    .execute();
+  return { keyId, apiKey };
+}
+
+/** Revokes a key of this tenant; false when it does not exist or was already revoked. */
+export async function revokeApiKey(db: Db, tenantId: string, keyId: string): Promise<boolean> {
+  const result = await db
+    .updateTable('api_keys')
+    .set({ revoked_at: sql<Date>`now()` })
+    .where('id', '=', keyId)
+    .where('tenant_id', '=', tenantId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+export async function listApiKeys(db: Db, tenantId: string): Promise<ApiKeyInfo[]> {
+  const rows = await db
+    .selectFrom('api_keys')
+    .select(['id', 'prefix', 'created_at', 'revoked_at'])
+    .where('tenant_id', '=', tenantId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  return rows.map((r) => ({ id: r.id, prefix: r.prefix, createdAt: r.created_at, revokedAt: r.revoked_at }));
+}
+
+/**
+ * The tenant of a presented key, or undefined (unknown, malformed or revoked), with the tenant's
+ * limits (read on every request, so a settings change applies at once). Every call does the same
+ * work, one hash and one indexed lookup, whatever the input looks like.
+ */
+export async function authenticateApiKey(
+  db: Db,
+  apiKey: string,
+): Promise<{ tenantId: string; keyId: string; limits: TenantLimits } | undefined> {
+  const row = await db
+    .selectFrom('api_keys')
+    .innerJoin('tenants', 'tenants.id', 'api_keys.tenant_id')
+    .select(['api_keys.id', 'api_keys.tenant_id', 'api_keys.revoked_at', 'tenants.settings'])
+    .where('api_keys.key_hash', '=', hashApiKey(apiKey))
+    .executeTakeFirst();
+  if (!row || row.revoked_at !== null) return undefined;
+  return { tenantId: row.tenant_id, keyId: row.id, limits: tenantLimits(row.settings) };
+}

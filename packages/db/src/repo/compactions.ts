@@ -1,0 +1,142 @@
+import { type ErrorData, errorData } from '@loopline/core';
+import { sql } from 'kysely';
+import type { Db, Trx } from '../client.ts';
+import { toJsonOrNull } from '../tables/columns.ts';
+import type { CompactionReason } from '../tables/compaction.table.ts';
+import { type CompactionInfo, toCompaction } from './mappers.ts';
+
+// Compaction records (CONTEXT.md §5.7): one row per run of a compaction point. A run that
+// starts closes any earlier run of the same point still marked running (its worker died), so
+// at most one run per point is ever `running`. Rows are never deleted.
+
+export interface StartCompactionInput {
+  /** Caller-derived (e.g. from the compaction part and job attempt) so a replayed start is a no-op. */
+  id: string;
+  tenantId: string;
+  sessionId: string;
+  /** The compaction user message and its compaction part. */
+  messageId: string;
+  partId: string;
+  reason: CompactionReason;
+  model?: string | null;
+  tokensBefore?: number | null;
+  jobId?: string | null;
+  attempt?: number | null;
+}
+
+export async function startCompaction(trx: Trx, input: StartCompactionInput): Promise<void> {
+  await trx
+    .updateTable('compactions')
+    .set({
+      status: 'failed',
+      finished_at: sql<Date>`now()`,
+      duration_ms: sql<number>`(extract(epoch from now() - started_at) * 1000)::int`,
+      error: toJsonOrNull(errorData('StepInterruptedError', 'a later run of this compaction started')),
+    })
+    .where('tenant_id', '=', input.tenantId)
+    .where('message_id', '=', input.messageId)
+    .where('status', '=', 'running')
+    .where('id', '!=', input.id)
+    .execute();
+  await trx
+    .insertInto('compactions')
+    .values({
+      id: input.id,
+      tenant_id: input.tenantId,
+      session_id: input.sessionId,
+      message_id: input.messageId,
+      part_id: input.partId,
+      reason: input.reason,
+      model: input.model ?? null,
+      tokens_before: input.tokensBefore ?? null,
+      job_id: input.jobId ?? null,
+      attempt: input.attempt ?? null,
+    })
+    .onConflict((oc) => oc.column('id').doNothing())
+    .execute();
+}
+
+export interface FinishCompactionInput {
+  status: 'completed' | 'failed';
+  /** The ladder rung that produced the summary. */
+  rung?: string | null;
+  summaryMessageId?: string | null;
+  tokensBefore?: number | null;
+  tokensAfter?: number | null;
+  headMessages?: number | null;
+  tailStartId?: string | null;
+  model?: string | null;
+  error?: ErrorData | null;
+}
+
+/** Closes a running compaction; false when it is absent or already closed. */
+export async function finishCompaction(
+  trx: Trx,
+  tenantId: string,
+  id: string,
+  input: FinishCompactionInput,
+): Promise<boolean> {
+  const result = await trx
+    .updateTable('compactions')
+    .set((eb) => ({
+      status: input.status,
+      finished_at: sql<Date>`now()`,
+      duration_ms: sql<number>`(extract(epoch from now() - started_at) * 1000)::int`,
+      rung: input.rung ?? eb.ref('rung'),
+      summary_message_id: input.summaryMessageId ?? eb.ref('summary_message_id'),
+      tokens_before: input.tokensBefore ?? eb.ref('tokens_before'),
+      tokens_after: input.tokensAfter ?? eb.ref('tokens_after'),
+      head_messages: input.headMessages ?? eb.ref('head_messages'),
+      tail_start_id: input.tailStartId ?? eb.ref('tail_start_id'),
+      model: input.model ?? eb.ref('model'),
+      error: toJsonOrNull(input.error),
+    }))
+    .where('id', '=', id)
+    .where('tenant_id', '=', tenantId)
+    .where('status', '=', 'running')
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/** Oldest first. */
+export async function listCompactions(
+  db: Db,
+  tenantId: string,
+  sessionId: string,
+): Promise<CompactionInfo[]> {
+  const rows = await db
+    .selectFrom('compactions')
+    .selectAll()
+    .where('session_id', '=', sessionId)
+    .where('tenant_id', '=', tenantId)
+    .orderBy('started_at')
+    .orderBy('id')
+    .execute();
+  return rows.map(toCompaction);
+}
+
+/**
+ * The newest completed compaction of a session whose compaction message is not reverted: its
+ * `tokensAfter` feeds the loop's growth guard (no second automatic compaction without growth).
+ */
+export async function latestCompletedCompaction(
+  db: Db,
+  tenantId: string,
+  sessionId: string,
+): Promise<CompactionInfo | undefined> {
+  const row = await db
+    .selectFrom('compactions as c')
+    .innerJoin('messages as m', (join) =>
+      join.onRef('m.id', '=', 'c.message_id').onRef('m.tenant_id', '=', 'c.tenant_id'),
+    )
+    .selectAll('c')
+    .where('c.session_id', '=', sessionId)
+    .where('c.tenant_id', '=', tenantId)
+    .where('c.status', '=', 'completed')
+    .where('m.reverted', '=', false)
+    .orderBy('c.finished_at', 'desc')
+    .orderBy('c.id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row ? toCompaction(row) : undefined;
+}

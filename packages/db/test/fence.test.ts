@@ -1,0 +1,120 @@
+import { LooplineError } from '@loopline/core';
+import { describe, expect } from 'vitest';
+import { pgTest as test } from '../../testkit/src/fixtures.ts';
+import { makeSessionWithTenant } from '../../testkit/src/index.ts';
+import {
+  acquireFence,
+  appendUserMessage,
+  currentFence,
+  getSession,
+  loadHistory,
+  NotFoundError,
+  StaleFenceError,
+  setSessionStatus,
+  updateSessionProgress,
+  withFence,
+} from '../src/index.ts';
+
+// Fencing: the token comes from PostgreSQL; a stale holder's transaction writes nothing.
+
+describe('fence', () => {
+  test('acquireFence increments the session fence', async ({ pg }) => {
+    const { tenant, session } = await makeSessionWithTenant(pg.db);
+    expect(session.fence).toBe(0);
+    expect(await acquireFence(pg.db, tenant.id, session.id)).toBe(1);
+    expect(await acquireFence(pg.db, tenant.id, session.id)).toBe(2);
+    expect(await currentFence(pg.db, tenant.id, session.id)).toBe(2);
+    await expect(acquireFence(pg.db, tenant.id, 'ses_missing')).rejects.toBeInstanceOf(NotFoundError);
+  });
+
+  test('a current fence writes; a stale fence is rejected and nothing is written', async ({ pg }) => {
+    const { tenant, session } = await makeSessionWithTenant(pg.db);
+    const old = await acquireFence(pg.db, tenant.id, session.id);
+    const f = { tenantId: tenant.id, sessionId: session.id, fence: old };
+    const write = (text: string) =>
+      withFence(pg.db, f, async (trx) => {
+        await appendUserMessage(trx, {
+          tenantId: tenant.id,
+          sessionId: session.id,
+          agent: 'build',
+          parts: [{ type: 'text', text, tokens: 1 }],
+        });
+        await updateSessionProgress(trx, tenant.id, session.id, { stepCount: 7 });
+        await setSessionStatus(trx, tenant.id, session.id, 'running');
+        return text;
+      });
+    expect(await write('by the holder')).toBe('by the holder');
+
+    const newer = await acquireFence(pg.db, tenant.id, session.id);
+    expect(newer).toBe(old + 1);
+    const error = await write('by a stale holder').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StaleFenceError);
+    expect(error).toBeInstanceOf(LooplineError);
+    expect((error as StaleFenceError).code).toBe('StaleFenceError');
+    expect((error as StaleFenceError).data).toEqual({
+      sessionId: session.id,
+      fence: old,
+      currentFence: newer,
+    });
+
+    const history = await loadHistory(pg.db, tenant.id, session.id);
+    expect(history.map((m) => (m.parts[0] as { text: string }).text)).toEqual(['by the holder']);
+    const after = await getSession(pg.db, tenant.id, session.id);
+    expect(after).toMatchObject({ stepCount: 7, status: 'running', fence: newer, lastSeq: 1 });
+  });
+
+  test('an error inside the fenced transaction rolls everything back', async ({ pg }) => {
+    const { tenant, session } = await makeSessionWithTenant(pg.db);
+    const fence = await acquireFence(pg.db, tenant.id, session.id);
+    await expect(
+      withFence(pg.db, { tenantId: tenant.id, sessionId: session.id, fence }, async (trx) => {
+        await updateSessionProgress(trx, tenant.id, session.id, { stepCount: 3 });
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
+    expect((await getSession(pg.db, tenant.id, session.id))?.stepCount).toBe(0);
+  });
+
+  test('a new holder waits for the old holder to commit, after which the old fence is stale', async ({
+    pg,
+  }) => {
+    const { tenant, session } = await makeSessionWithTenant(pg.db);
+    const old = await acquireFence(pg.db, tenant.id, session.id);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    const f = { tenantId: tenant.id, sessionId: session.id, fence: old };
+    const slow = withFence(pg.db, f, async (trx) => {
+      entered();
+      await gate;
+      await updateSessionProgress(trx, tenant.id, session.id, { stepCount: 1 });
+    });
+    await inside;
+    let acquired: number | undefined;
+    const takeover = acquireFence(pg.db, tenant.id, session.id).then((n) => {
+      acquired = n;
+      return n;
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(acquired).toBeUndefined(); // blocked on the session row lock
+    release();
+    await slow;
+    expect(await takeover).toBe(old + 1);
+    await expect(withFence(pg.db, f, async () => 'late')).rejects.toBeInstanceOf(StaleFenceError);
+    expect((await getSession(pg.db, tenant.id, session.id))?.stepCount).toBe(1);
+  });
+
+  test('a fence of another tenant is stale', async ({ pg }) => {
+    const a = await makeSessionWithTenant(pg.db);
+    const b = await makeSessionWithTenant(pg.db);
+    const fence = await acquireFence(pg.db, a.tenant.id, a.session.id);
+    await expect(
+      withFence(pg.db, { tenantId: b.tenant.id, sessionId: a.session.id, fence }, async () => 'x'),
+    ).rejects.toBeInstanceOf(StaleFenceError);
+  });
+});

@@ -1,0 +1,51 @@
+// Model catalog: context / input / output token limits of common OpenAI models, and the
+// default for unknown OpenAI-compatible models. Owns only these numbers; overflow policy
+// (what to do with them) lives in core.
+
+import type { ModelLimits } from '@loopline/core';
+
+/**
+ * Unknown models (any `compatible/<id>` not in the catalog, and new OpenAI ids):
+ * 128k context is what current open-weight models served OpenAI-style advertise (Llama 3.1+,
+ * Qwen 2.5+, DeepSeek V3, Mistral); a smaller real window still works, because the provider's
+ * "context length exceeded" answer is classified as an overflow. The 4,096 output limit is the
+ * common server default for max_tokens, so a request never asks for more than the server allows.
+ */
+export const DEFAULT_LIMITS: ModelLimits = { context: 128_000, output: 4_096 };
+
+const GPT5: ModelLimits = { context: 400_000, input: 272_000, output: 128_000 };
+const O_SERIES: ModelLimits = { context: 200_000, output: 100_000 };
+
+/** First match wins; patterns run against the model id without its `openai/` prefix. */
+export const MODEL_CATALOG: ReadonlyArray<readonly [RegExp, ModelLimits]> = [
+  [/^gpt-5(\.\d+)?-chat/, { context: 128_000, output: 16_384 }],
+  [/^gpt-5/, GPT5],
+  [/^gpt-4\.1/, { context: 1_047_576, output: 32_768 }],
+  [/^gpt-4\.5/, { context: 128_000, output: 16_384 }],
+  [/^gpt-4o|^chatgpt-4o/, { context: 128_000, output: 16_384 }],
+  [/^gpt-4-turbo|^gpt-4-\d{4}-preview/, { context: 128_000, output: 4_096 }],
+  [/^gpt-4-32k/, { context: 32_768, output: 8_192 }],
+  [/^gpt-4(-\d{4})?$/, { context: 8_192, output: 8_192 }],
+  [/^gpt-3\.5-turbo-instruct/, { context: 4_096, output: 4_096 }],
+  [/^gpt-3\.5-turbo/, { context: 16_385, output: 4_096 }],
+  [/^o1-mini/, { context: 128_000, output: 65_536 }],
+  [/^o1|^o3|^o4-mini|^codex-mini/, O_SERIES],
+];
+
+/** The model id of a ref: `openai/gpt-4o` → `gpt-4o`, `compatible/llama3` → `llama3`. */
+export function modelId(modelRef: string): string {
+  const slash = modelRef.indexOf('/');
+  return slash >= 0 ? modelRef.slice(slash + 1) : modelRef;
+}
+
+/** Catalog limits of a model ref (matched on the id, whatever the provider), overridden field by field. */
+export function limitsFor(modelRef: string, override?: Partial<ModelLimits>): ModelLimits {
+  const id = modelId(modelRef).toLowerCase();
+  const base = MODEL_CATALOG.find(([pattern]) => pattern.test(id))?.[1] ?? DEFAULT_LIMITS;
+  const merged: ModelLimits = { ...base, ...override };
+  // An override that sets only `context` must not keep a catalog `input` larger than it.
+  if (merged.input !== undefined && merged.input > merged.context && override?.input === undefined) {
+    delete merged.input;
+  }
+  return merged;
+}

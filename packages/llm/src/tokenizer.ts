@@ -1,0 +1,101 @@
+// Tokenizer: exact token counts with tiktoken (WASM), one cached encoder per encoding per
+// process, special tokens treated as text. Implements core's Tokenizer shape. Never estimates:
+// capping untrusted input is core's countCapped; this file only keeps tiktoken off its
+// super-linear path (very long runs without spaces or punctuation).
+
+import type { Tokenizer } from '@loopline/core';
+import { get_encoding, type Tiktoken } from 'tiktoken';
+import { modelId } from './models.ts';
+
+export type EncodingName = 'o200k_base' | 'cl100k_base';
+
+export type { Tokenizer };
+
+const encoders = new Map<EncodingName, Tiktoken>();
+
+function encoder(name: EncodingName): Tiktoken {
+  let enc = encoders.get(name);
+  if (enc === undefined) {
+    enc = get_encoding(name);
+    encoders.set(name, enc);
+  }
+  return enc;
+}
+
+// BPE cost grows with the square of a pre-token's length; real text never has runs this long
+// (CJK prose: p99 18 characters), so cutting them changes a count by at most a token per cut.
+const RUN_LIMIT = 512;
+const RUN_PIECE = 256;
+const LONG_RUN = new RegExp(`[^\\s\\p{P}\\p{S}]{${RUN_LIMIT},}`, 'gu');
+
+function countRun(enc: Tiktoken, run: string): number {
+  let total = 0;
+  let i = 0;
+  while (i < run.length) {
+    let end = Math.min(i + RUN_PIECE, run.length);
+    // Never split a surrogate pair.
+    const code = run.charCodeAt(end - 1);
+    if (end < run.length && code >= 0xd800 && code <= 0xdbff) end++;
+    total += enc.encode_ordinary(run.slice(i, end)).length;
+    i = end;
+  }
+  return total;
+}
+
+// 1 = breaks a run (whitespace, punctuation, symbol), 2 = part of a run, 0 = not classified yet.
+const BREAKS = /[\s\p{P}\p{S}]/u;
+const kind = new Uint8Array(0x10000);
+
+/**
+ * False when `text` certainly has no run of RUN_LIMIT characters without whitespace, punctuation
+ * or symbols: one linear pass over UTF-16 units with a per-unit class table (filled lazily with
+ * the same class as LONG_RUN). A surrogate counts as a run character, so a run here is never
+ * shorter than LONG_RUN's; true only sends the text to the exact search below. LONG_RUN's own
+ * scan restarts at every position of a run (about 3× slower than tiktoken on prose).
+ */
+export function mayHaveLongRun(text: string): boolean {
+  let run = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    let k = kind[code]!;
+    if (k === 0) {
+      k = code >= 0xd800 && code <= 0xdfff ? 2 : BREAKS.test(String.fromCharCode(code)) ? 1 : 2;
+      kind[code] = k;
+    }
+    if (k === 1) run = 0;
+    else if (++run >= RUN_LIMIT) return true;
+  }
+  return false;
+}
+
+function countWith(enc: Tiktoken, text: string): number {
+  if (text.length < RUN_LIMIT || !mayHaveLongRun(text))
+    return text === '' ? 0 : enc.encode_ordinary(text).length;
+  let total = 0;
+  let last = 0;
+  for (const m of text.matchAll(LONG_RUN)) {
+    if (m.index > last) total += enc.encode_ordinary(text.slice(last, m.index)).length;
+    total += countRun(enc, m[0]);
+    last = m.index + m[0].length;
+  }
+  if (last === 0) return enc.encode_ordinary(text).length;
+  if (last < text.length) total += enc.encode_ordinary(text.slice(last)).length;
+  return total;
+}
+
+export function createTokenizer(encoding: EncodingName = 'o200k_base'): Tokenizer {
+  const enc = encoder(encoding);
+  return { name: encoding, count: (text) => countWith(enc, text) };
+}
+
+/** cl100k_base for gpt-3.5 and the original gpt-4 family; o200k_base for everything else. */
+export function encodingFor(modelRef: string): EncodingName {
+  const id = modelId(modelRef).toLowerCase();
+  if (/^gpt-3\.5/.test(id) || /^gpt-4(-|$)/.test(id) || /^text-embedding-(3|ada)/.test(id))
+    return 'cl100k_base';
+  return 'o200k_base';
+}
+
+export function tokenizerFor(modelRef: string): Tokenizer {
+  return createTokenizer(encodingFor(modelRef));
+}

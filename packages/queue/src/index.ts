@@ -1,0 +1,10 @@
+export * from './abort.ts';
+export * from './batch-flow.ts';
+export * from './events.ts';
+export * from './jobs.ts';
+export * from './keys.ts';
+export * from './lock.ts';
+export * from './producer.ts';
+export { lockScripts } from './scripts.ts';
+export * from './semaphore.ts';
+export * from './token-budget.ts';

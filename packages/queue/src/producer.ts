@@ -1,0 +1,58 @@
+import { FlowProducer, type JobsOptions, Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { JOBS, type JobData, type JobKind } from './jobs.ts';
+import type { KeySpace } from './keys.ts';
+
+// Typed producers for every queue in the catalog.
+
+export type Queues = { [K in JobKind]: Queue } & {
+  add<K extends JobKind>(kind: K, jobId: string, data: JobData<K>, opts?: JobsOptions): Promise<void>;
+  close(): Promise<void>;
+  all(): Queue[];
+  /** The flow producer (batches: a parent job with a child per conversation), made on first use. */
+  flows(): FlowProducer;
+};
+
+export function createQueues(connection: Redis, keys: KeySpace): Queues {
+  const make = (kind: JobKind) =>
+    new Queue(JOBS[kind].queue, {
+      connection,
+      prefix: keys.queuePrefix,
+      defaultJobOptions: JOBS[kind].options as JobsOptions,
+    });
+  // Every queue of the catalog (Bull Board, /metrics and the workers all follow it).
+  const queues = Object.fromEntries((Object.keys(JOBS) as JobKind[]).map((kind) => [kind, make(kind)])) as {
+    [K in JobKind]: Queue;
+  };
+  let flows: FlowProducer | undefined;
+  return {
+    ...queues,
+    async add(kind, jobId, data, opts) {
+      const parsed = JOBS[kind].schema.parse(data);
+      await queues[kind].add(kind, parsed, { ...opts, jobId });
+    },
+    async close() {
+      await Promise.all([...Object.values(queues).map((q) => q.close()), flows?.close()]);
+    },
+    all: () => Object.values(queues),
+    flows: () => {
+      flows ??= new FlowProducer({ connection, prefix: keys.queuePrefix });
+      return flows;
+    },
+  };
+}
+
+/** Job ids. Deterministic so that a retried producer collapses onto the same job. */
+export const jobIds = {
+  wake: (sessionId: string, messageId: string) => `wake-${sessionId}-${messageId}`,
+  step: (sessionId: string, stepCount: number) => `step-${sessionId}-${stepCount}`,
+  compact: (sessionId: string, messageId: string) => `compact-${sessionId}-${messageId}`,
+  prune: (sessionId: string, stepCount: number, purpose: string) =>
+    `prune-${sessionId}-${stepCount}-${purpose}`,
+  background: (sessionId: string, stepCount: number) => `bg-${sessionId}-${stepCount}`,
+  batch: (batchId: string) => `batch-${batchId}`,
+  /** One per batch session (a session belongs to at most one batch item). */
+  batchItem: (sessionId: string) => `bitem-${sessionId}`,
+  /** One title job per session: adding it again is a no-op while BullMQ keeps the first. */
+  title: (sessionId: string) => `title-${sessionId}`,
+};

@@ -1,0 +1,74 @@
+import { AgentConfig, type AgentConfigInput, ToolConfig, type ToolConfigInput } from '@loopline/core';
+import {
+  type AgentInfo,
+  createSession,
+  createTenant,
+  type Db,
+  putAgent,
+  putTool,
+  type SessionInfo,
+  type TenantInfo,
+  type ToolInfo,
+} from '@loopline/db';
+
+// Builders of valid rows for tests: each takes the db first and returns what it wrote.
+
+let counter = 0;
+const unique = (base: string) => `${base}-${++counter}`;
+
+export async function makeTenant(
+  db: Db,
+  name?: string,
+): Promise<{ tenant: TenantInfo; apiKey: string; keyId: string }> {
+  return createTenant(db, { name: name ?? unique('tenant') });
+}
+
+export const DEFAULT_TEST_MODEL = 'compatible/mock';
+
+/** Puts an agent (defaults: the mock model, no tools) after parsing it with core's AgentConfig. */
+export async function makeAgent(
+  db: Db,
+  tenantId: string,
+  overrides: Partial<AgentConfigInput> & { name?: string } = {},
+): Promise<AgentInfo> {
+  const { name, ...config } = overrides;
+  const parsed = AgentConfig.parse({ model: DEFAULT_TEST_MODEL, ...config });
+  return (await putAgent(db, tenantId, name ?? unique('agent'), parsed)).agent;
+}
+
+/** Puts a client tool with an empty object schema unless overridden. */
+export async function makeTool(
+  db: Db,
+  tenantId: string,
+  overrides: Partial<ToolConfigInput> & { name?: string } = {},
+): Promise<ToolInfo> {
+  const { name, ...config } = overrides;
+  const parsed = ToolConfig.parse({ kind: 'client', inputSchema: { type: 'object' }, ...config });
+  return (await putTool(db, tenantId, name ?? unique('tool'), parsed)).tool;
+}
+
+/** A session of the given agent (made on the fly when absent). */
+export async function makeSession(
+  db: Db,
+  tenantId: string,
+  opts: { agent?: AgentInfo; metadata?: Record<string, unknown>; parentSessionId?: string } = {},
+): Promise<SessionInfo> {
+  const agent = opts.agent ?? (await makeAgent(db, tenantId));
+  return createSession(db, {
+    tenantId,
+    agentName: agent.name,
+    agent: agent.config,
+    ...(opts.metadata ? { metadata: opts.metadata } : {}),
+    ...(opts.parentSessionId ? { parentSessionId: opts.parentSessionId } : {}),
+  });
+}
+
+/** Tenant + agent + session in one call. */
+export async function makeSessionWithTenant(
+  db: Db,
+): Promise<{ tenant: TenantInfo; agent: AgentInfo; session: SessionInfo; apiKey: string }> {
+  const { tenant, apiKey } = await makeTenant(db);
+  const agent = await makeAgent(db, tenant.id);
+  const session = await makeSession(db, tenant.id, { agent });
+  return { tenant, agent, session, apiKey };
+}

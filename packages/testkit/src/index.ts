@@ -1,0 +1,23 @@
+// @loopline/testkit — fixtures for integration tests against the real PostgreSQL and Redis:
+// a database per test file cloned from a migrated template, unique Redis prefixes, factories.
+// vitest fixtures (pgTest, redisTest) live in '@loopline/testkit/fixtures' so that importing
+// this module never pulls in vitest.
+
+export {
+  DEFAULT_TEST_MODEL,
+  makeAgent,
+  makeSession,
+  makeSessionWithTenant,
+  makeTenant,
+  makeTool,
+} from './factories.ts';
+export { redisUrl, testRedisPrefix } from './redis.ts';
+export {
+  adminUrl,
+  type CreateTestDatabaseOptions,
+  createTestDatabase,
+  databaseUrl,
+  ensureTemplate,
+  migrationsHash,
+  type TestDatabase,
+} from './template-db.ts';

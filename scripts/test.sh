@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The test command: bootstraps Node 24 + pnpm, starts Redis/PostgreSQL if they are not
+# reachable, installs dependencies, then typechecks, lints and runs every test.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+. scripts/toolchain.sh
+infra/services.sh
+# The session inspector test renders its page in headless Chromium (the Debian package). Best
+# effort: without apt-get (or root) the test is skipped, never the run failed.
+if [ ! -x /usr/bin/chromium ] && [ "${LOOPLINE_NO_CHROMIUM:-}" != 1 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "loopline: installing chromium for the inspector test (apt-get)" >&2
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1 ||
+    echo "loopline: could not install chromium; the headless inspector test will be skipped" >&2
+fi
+pnpm install --frozen-lockfile --reporter=silent
+echo "== typecheck"; pnpm -s typecheck
+echo "== lint"; pnpm -s lint
+echo "== tests (with v8 coverage: ≥ 80 % of lines overall, ≥ 95 % in packages/core)"; pnpm -s vitest run --coverage "$@"

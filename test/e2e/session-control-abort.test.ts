@@ -1,0 +1,210 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Client, type Stack, startStack } from '../support/stack.ts';
+
+// Abort (issue #5 item 6): POST /v1/sessions/:id/abort stops a streaming model call or a running
+// webhook within a second, keeps what was streamed, marks unfinished tools interrupted and leaves
+// the session idle and consistent; an abort of a queued session is recorded durably and stops it
+// when its job runs; an idle session is a 200 no-op.
+
+let stack: Stack;
+let client: Client;
+
+const until = async <T>(what: string, fn: () => Promise<T | undefined | false>, ms = 15_000): Promise<T> => {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    const v = await fn();
+    if (v) return v;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+};
+
+beforeAll(async () => {
+  stack = await startStack({
+    scenario: {
+      rules: [
+        {
+          when: { lastUserIncludes: 'slow story', lastMessageRole: 'user' },
+          reply: { text: 'word '.repeat(60), chunks: 60 },
+          latencyMs: 100,
+        },
+        {
+          when: { lastUserIncludes: 'slow tool', lastMessageRole: 'user' },
+          reply: { toolCalls: [{ name: 'slow', arguments: { ms: 8000 } }] },
+        },
+      ],
+    },
+  });
+  client = await stack.tenant();
+  await client.tool('slow', {
+    kind: 'webhook',
+    description: 'a slow tool',
+    inputSchema: { type: 'object', properties: { ms: { type: 'number' } } },
+    url: `${stack.tools.url}/slow`,
+    timeoutMs: 20_000,
+  });
+  await client.agent('writer', { tools: ['slow'] });
+});
+afterAll(() => stack?.close());
+
+const abort = (id: string) => client.call('POST', `/v1/sessions/${id}/abort`);
+
+async function idleWithin(id: string, ms: number): Promise<number> {
+  const started = Date.now();
+  await until(
+    'idle',
+    async () => (await client.call('GET', `/v1/sessions/${id}`)).body.status === 'idle',
+    ms + 2_000,
+  );
+  return Date.now() - started;
+}
+
+describe('abort', () => {
+  it('during a slow stream: idle within a second, the streamed text kept, AbortedError', async () => {
+    const id = await client.session('writer');
+    await client.send(id, 'tell me a slow story');
+    // Streaming: the text part exists and deltas are arriving.
+    await until('streaming', async () => {
+      const log = await client.history(id);
+      return log.messages.some(
+        (m: any) => m.info.role === 'assistant' && m.parts.some((p: any) => p.type === 'text'),
+      );
+    });
+    await new Promise((r) => setTimeout(r, 400));
+    const calls = stack.mock.calls.length;
+    const res = await abort(id);
+    expect(res.status).toBe(202);
+    expect(res.body).toMatchObject({ aborted: true, sessionIds: [id], session: { id, status: 'running' } });
+    expect(await idleWithin(id, 1_000)).toBeLessThan(1_000);
+
+    const log = await client.history(id);
+    expect(log.messages.map((m: any) => m.info.role)).toEqual(['user', 'assistant']);
+    const reply = log.messages[1];
+    expect(reply.info.error.name).toBe('AbortedError');
+    const text = reply.parts.find((p: any) => p.type === 'text').text;
+    expect(text.length).toBeGreaterThan(0);
+    expect(text.length).toBeLessThan('word '.repeat(60).length);
+    // The partial reply stays in the model view (abort-like errors with real content).
+    const view = await client.history(id, 'model');
+    expect(JSON.stringify(view.messages)).toContain(text.trim());
+    // The loop stays stopped.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(stack.mock.calls.length).toBe(calls);
+    expect((await client.call('GET', `/v1/sessions/${id}`)).body).toMatchObject({
+      status: 'idle',
+      error: null,
+    });
+
+    // A new message starts a new turn, answered normally, with the partial reply in its context.
+    await client.send(id, 'now something short');
+    await client.waitIdle(id);
+    const after = await client.history(id);
+    expect(after.messages.at(-1).info.finish).toBe('stop');
+    expect(JSON.stringify(stack.mock.calls.at(-1)!.messages)).toContain(text.trim());
+  });
+
+  it('during a slow webhook tool: idle within a second, the tool interrupted, never re-run', async () => {
+    const id = await client.session('writer');
+    await client.send(id, 'run the slow tool');
+    const callId = await until('tool running', async () => {
+      const log = await client.history(id);
+      const part = log.messages.flatMap((m: any) => m.parts).find((p: any) => p.type === 'tool');
+      return part?.state.status === 'running' ? (part.callId as string) : undefined;
+    });
+    await until('webhook reached', async () => stack.tools.calls.get(callId) === 1);
+    const res = await abort(id);
+    expect(res.status).toBe(202);
+    expect(await idleWithin(id, 1_000)).toBeLessThan(1_000);
+    const log = await client.history(id);
+    const part = log.messages.flatMap((m: any) => m.parts).find((p: any) => p.type === 'tool');
+    expect(part.state).toMatchObject({ status: 'error', interrupted: true });
+    expect(log.messages.at(-1).info.error.name).toBe('AbortedError');
+    // The reply holds a tool call: it stays in the model view with the interrupted placeholder.
+    const view = JSON.stringify((await client.history(id, 'model')).messages);
+    expect(view).toContain('[Tool execution was interrupted]');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(stack.tools.calls.get(callId)).toBe(1);
+  });
+
+  it('while queued (no job running yet): recorded durably, the turn never calls the model', async () => {
+    await stack.stopWorkers();
+    try {
+      const id = await client.session('writer');
+      await client.send(id, 'tell me a slow story, later');
+      expect((await client.call('GET', `/v1/sessions/${id}`)).body.status).toBe('queued');
+      const res = await abort(id);
+      expect(res.status).toBe(202);
+      expect(res.body.session.status).toBe('queued');
+      const row = await stack.deps.db
+        .selectFrom('sessions')
+        .select(['abort_requested_seq', 'last_seq'])
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow();
+      expect(row.abort_requested_seq).toBe(row.last_seq);
+      const calls = stack.mock.calls.length;
+
+      stack.startWorkers();
+      const s = await client.waitIdle(id, 10_000);
+      expect(s.status).toBe('idle');
+      await new Promise((r) => setTimeout(r, 300));
+      expect(stack.mock.calls.length).toBe(calls);
+      const log = await client.history(id);
+      expect(log.messages.map((m: any) => m.info.role)).toEqual(['user', 'assistant']);
+      expect(log.messages[1].info.error.name).toBe('AbortedError');
+      expect(log.messages[1].parts).toEqual([]);
+      const cleared = await stack.deps.db
+        .selectFrom('sessions')
+        .select('abort_requested_seq')
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow();
+      expect(cleared.abort_requested_seq).toBeNull();
+
+      // The empty marker is not in the model view; a new message is answered, seeing both requests.
+      await client.send(id, 'and now a short one');
+      await client.waitIdle(id);
+      const sent = JSON.stringify(stack.mock.calls.at(-1)!.messages);
+      expect(sent).toContain('tell me a slow story, later');
+      expect(sent).toContain('and now a short one');
+    } finally {
+      if (stack.workers.length === 0 || !(await stack.workers[0]!.isRunning())) stack.startWorkers();
+    }
+  });
+
+  it('a message sent after the abort (before it was consumed) starts a new turn', async () => {
+    await stack.stopWorkers();
+    try {
+      const id = await client.session('writer');
+      await client.send(id, 'first request');
+      expect((await abort(id)).status).toBe(202);
+      await client.send(id, 'second request');
+      stack.startWorkers();
+      await until('answered', async () => {
+        const log = await client.history(id);
+        return log.messages.at(-1)?.info.finish === 'stop';
+      });
+      await client.waitIdle(id);
+      const log = await client.history(id);
+      expect(log.messages.map((m: any) => m.info.role)).toEqual(['user', 'user', 'assistant']);
+      expect(JSON.stringify(stack.mock.calls.at(-1)!.messages)).toContain('second request');
+    } finally {
+      if (!(await stack.workers[0]!.isRunning())) stack.startWorkers();
+    }
+  });
+
+  it('an idle session: 200 no-op, nothing written; unknown session 404', async () => {
+    const id = await client.session('writer');
+    await client.send(id, 'hello');
+    await client.waitIdle(id);
+    await new Promise((r) => setTimeout(r, 400));
+    const row = () =>
+      stack.deps.db.selectFrom('sessions').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    const before = await row();
+    const res = await abort(id);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ aborted: false, sessionIds: [], session: { id, status: 'idle' } });
+    expect(await row()).toEqual(before);
+    expect((await abort('ses_does_not_exist')).status).toBe(404);
+    const stranger = await stack.tenant('stranger');
+    expect((await stranger.call('POST', `/v1/sessions/${id}/abort`)).status).toBe(404);
+  });
+});

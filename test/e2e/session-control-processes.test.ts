@@ -1,0 +1,163 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type Client, type Stack, startStack } from '../support/stack.ts';
+
+// Session control across real worker processes (`node apps/worker/src/main.ts`):
+// - a child session's worker is SIGKILLed while the child streams: the child is a normal durable
+//   session, another process finishes it, and its answer still reaches the parent;
+// - an abort posted to the gateway reaches the worker process that streams (Redis pub/sub) and
+//   stops it within a second.
+
+let stack: Stack;
+let client: Client;
+const children: ChildProcess[] = [];
+const root = new URL('../../', import.meta.url).pathname;
+
+function startWorkerProcess(): ChildProcess {
+  const child = spawn(process.execPath, [`${root}apps/worker/src/main.ts`], {
+    env: {
+      ...process.env,
+      DATABASE_URL: stack.databaseUrl,
+      REDIS_URL: stack.redisUrl,
+      LOOPLINE_NAMESPACE: stack.namespace,
+      OPENAI_BASE_URL: stack.mock.url,
+      OPENAI_API_KEY: 'test-key',
+      LOOPLINE_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
+      LOOPLINE_DISABLE_TITLES: '1',
+      WORKER_JOB_LOCK_MS: '2000',
+      WORKER_STALLED_INTERVAL_MS: '1000',
+      LOOPLINE_LOCK_TTL_MS: '2000',
+      LOOPLINE_LOCK_RETRY_MS: '100',
+      LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  children.push(child);
+  return child;
+}
+
+async function kill(child: ChildProcess) {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGKILL');
+  await exited;
+}
+
+const until = async <T>(what: string, fn: () => Promise<T | undefined | false>, ms = 20_000): Promise<T> => {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    const v = await fn();
+    if (v) return v;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+};
+
+const ANSWER = 'the child answer, streamed slowly. '.repeat(4).trim();
+
+beforeAll(async () => {
+  stack = await startStack({
+    workers: false,
+    scenario: {
+      rules: [
+        {
+          when: { lastUserIncludes: 'delegate', lastMessageRole: 'user' },
+          reply: {
+            toolCalls: [
+              {
+                name: 'task',
+                arguments: { agent: 'researcher', prompt: 'CHILD-TASK research it', description: 'research' },
+              },
+            ],
+          },
+        },
+        {
+          // Also after the crash (the interrupted partial reply is then the last message): same answer.
+          when: { lastUserIncludes: 'CHILD-TASK' },
+          reply: { text: ANSWER, chunks: 40 },
+          latencyMs: 100,
+        },
+        {
+          when: { lastUserIncludes: 'slow story', lastMessageRole: 'user' },
+          reply: { text: 'word '.repeat(60), chunks: 60 },
+          latencyMs: 100,
+        },
+      ],
+    },
+  });
+  client = await stack.tenant();
+  await client.agent('researcher', { mode: 'subagent', system: 'You are the researcher.' });
+  await client.agent('lead', { tools: ['task'], system: 'You are the lead.' });
+}, 60_000);
+
+afterEach(async () => {
+  await Promise.all(children.splice(0).map(kill));
+});
+afterAll(() => stack?.close());
+
+const toolPart = async (id: string) =>
+  (await client.history(id)).messages.flatMap((m: any) => m.parts).find((p: any) => p.type === 'tool');
+
+describe('session control across worker processes', () => {
+  it("SIGKILL of the child's worker mid-stream does not lose the answer", async () => {
+    const first = startWorkerProcess();
+    const id = await client.session('lead');
+    await client.send(id, 'please delegate this');
+    const childId = await until(
+      'child created',
+      async () => (await toolPart(id))?.state.metadata?.childSessionId,
+    );
+    await until('child streaming', async () => {
+      const log = await client.history(childId);
+      return log.messages.some(
+        (m: any) => m.info.role === 'assistant' && m.parts.some((p: any) => p.type === 'text'),
+      );
+    });
+    expect((await client.call('GET', `/v1/sessions/${id}`)).body.status).toBe('waiting');
+    await new Promise((r) => setTimeout(r, 1200)); // past the first partial-text flush
+    await kill(first);
+    startWorkerProcess();
+
+    const parent = await client.waitIdle(id, 45_000);
+    expect(parent.status).toBe('idle');
+    const part = await toolPart(id);
+    expect(part.state.status).toBe('completed');
+    expect(part.state.output).toBe(ANSWER);
+    const childLog = await client.history(childId);
+    expect(childLog.messages.filter((m: any) => m.info.error?.name === 'StepInterruptedError')).toHaveLength(
+      1,
+    );
+    expect(childLog.messages.at(-1).info.finish).toBe('stop');
+    const final = (await client.history(id)).messages.at(-1);
+    expect(final.info.finish).toBe('stop');
+    expect(
+      JSON.stringify(stack.mock.calls.filter((c) => c.system.includes('You are the lead.')).at(-1)!.messages),
+    ).toContain(ANSWER.slice(0, 40));
+  }, 90_000);
+
+  it('an abort reaches the worker process that streams and stops it within a second', async () => {
+    startWorkerProcess();
+    startWorkerProcess();
+    const id = await client.session('researcher');
+    await client.send(id, 'tell me a slow story');
+    await until('streaming', async () => {
+      const log = await client.history(id);
+      return log.messages.some(
+        (m: any) => m.info.role === 'assistant' && m.parts.some((p: any) => p.type === 'text'),
+      );
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    const res = await client.call('POST', `/v1/sessions/${id}/abort`);
+    expect(res.status).toBe(202);
+    const started = Date.now();
+    await until(
+      'idle',
+      async () => (await client.call('GET', `/v1/sessions/${id}`)).body.status === 'idle',
+      5_000,
+    );
+    expect(Date.now() - started).toBeLessThan(1_000);
+    const reply = (await client.history(id)).messages.at(-1);
+    expect(reply.info.error.name).toBe('AbortedError');
+    expect(reply.parts.find((p: any) => p.type === 'text').text.length).toBeGreaterThan(0);
+  }, 60_000);
+});

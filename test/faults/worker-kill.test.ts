@@ -1,0 +1,145 @@
+import type { ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type Client, type Stack, startStack } from '../support/stack.ts';
+
+// Nothing lost, nothing duplicated: real worker processes are SIGKILLed mid-stream and
+// mid-tool, a new process takes over, and the session finishes as if nothing happened.
+
+let stack: Stack;
+let client: Client;
+const children: ChildProcess[] = [];
+const root = new URL('../../', import.meta.url).pathname;
+
+function startWorkerProcess(): ChildProcess {
+  const child = spawn(process.execPath, [`${root}apps/worker/src/main.ts`], {
+    env: {
+      ...process.env,
+      DATABASE_URL: stack.databaseUrl,
+      REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+      LOOPLINE_NAMESPACE: stack.namespace,
+      OPENAI_BASE_URL: stack.mock.url,
+      OPENAI_API_KEY: 'test-key',
+      LOOPLINE_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
+      WORKER_JOB_LOCK_MS: '2000',
+      WORKER_STALLED_INTERVAL_MS: '1000',
+      LOOPLINE_LOCK_TTL_MS: '2000',
+      LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  children.push(child);
+  return child;
+}
+
+async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const v = await fn();
+    if (v !== undefined && v !== null && v !== false) return v;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+async function kill(child: ChildProcess) {
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGKILL');
+  await exited;
+}
+
+beforeAll(async () => {
+  stack = await startStack({
+    workers: false,
+    scenario: {
+      rules: [
+        {
+          when: { lastUserIncludes: 'stream', lastMessageRole: 'user' },
+          reply: { text: 'a long streamed answer '.repeat(10), chunks: 40 },
+          latencyMs: 100,
+        },
+        {
+          when: { lastUserIncludes: 'tool', lastMessageRole: 'user' },
+          reply: { toolCalls: [{ name: 'slow', arguments: { ms: 3000 } }] },
+        },
+      ],
+    },
+  });
+  client = await stack.tenant();
+  await client.tool('slow', {
+    kind: 'webhook',
+    description: 'a slow tool',
+    inputSchema: { type: 'object', properties: { ms: { type: 'number' } } },
+    url: `${stack.tools.url}/slow`,
+    timeoutMs: 10_000,
+  });
+  await client.agent('agent', { tools: ['slow'] });
+}, 60_000);
+
+afterEach(async () => {
+  await Promise.all(children.filter((c) => c.exitCode === null && c.signalCode === null).map(kill));
+});
+afterAll(() => stack?.close());
+
+const db = () => stack.deps.db;
+
+describe('a worker process killed', () => {
+  it('mid-stream: the next process closes the step as interrupted and finishes the turn', async () => {
+    const first = startWorkerProcess();
+    const id = await client.session('agent');
+    await client.send(id, 'please stream something');
+    await until('streaming started', async () =>
+      db()
+        .selectFrom('parts')
+        .innerJoin('messages', 'messages.id', 'parts.message_id')
+        .select('parts.id')
+        .where('parts.session_id', '=', id)
+        .where('parts.type', '=', 'text')
+        .where('messages.role', '=', 'assistant')
+        .executeTakeFirst(),
+    );
+    await new Promise((r) => setTimeout(r, 1200)); // past the first partial-text flush
+    await kill(first);
+    startWorkerProcess();
+    const session = await client.waitIdle(id, 30_000);
+    expect(session.status).toBe('idle');
+    const log = await client.history(id);
+    const roles = log.messages.map((m: any) => m.info.role);
+    expect(roles.filter((r: string) => r === 'user')).toHaveLength(1);
+    const interrupted = log.messages.filter((m: any) => m.info.error?.name === 'StepInterruptedError');
+    expect(interrupted).toHaveLength(1);
+    // The partial text streamed before the kill was flushed and is kept (abort-like errors keep content).
+    expect(interrupted[0].parts.find((p: any) => p.type === 'text')?.text.length).toBeGreaterThan(0);
+    expect(log.messages.at(-1).info.finish).toBe('stop');
+  }, 60_000);
+
+  it('mid-tool: the tool is marked interrupted, never run twice, and the loop goes on', async () => {
+    const first = startWorkerProcess();
+    const id = await client.session('agent');
+    await client.send(id, 'run the tool');
+    const callId = await until('tool running', async () => {
+      const row = await db()
+        .selectFrom('parts')
+        .select('data')
+        .where('session_id', '=', id)
+        .where('type', '=', 'tool')
+        .executeTakeFirst();
+      const data = row?.data as any;
+      return data?.state?.status === 'running' ? (data.callId as string) : undefined;
+    });
+    await until('tool server reached', async () => stack.tools.calls.get(callId) === 1);
+    await kill(first);
+    startWorkerProcess();
+    await client.waitIdle(id, 30_000);
+    const log = await client.history(id);
+    const tool = log.messages
+      .flatMap((m: any) => m.parts)
+      .find((p: any) => p.type === 'tool' && p.callId === callId);
+    expect(tool.state.status).toBe('error');
+    expect(tool.state.interrupted).toBe(true);
+    await new Promise((r) => setTimeout(r, 3500)); // the killed call would have finished by now
+    expect(stack.tools.calls.get(callId)).toBe(1);
+    const model = await client.history(id, 'model');
+    expect(JSON.stringify(model)).toContain('[Tool execution was interrupted]');
+  }, 60_000);
+});

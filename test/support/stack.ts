@@ -1,0 +1,232 @@
+import { randomUUID } from 'node:crypto';
+import type { AgentConfigInput, ToolConfigInput } from '@loopline/core';
+import { buildApp, type GatewayDeps } from '@loopline/gateway';
+import { createTokenizer } from '@loopline/llm';
+import { type ScenarioInput, startMockLlm } from '@loopline/mock-llm';
+import { createQueues, keySpace } from '@loopline/queue';
+import { createTestDatabase } from '@loopline/testkit';
+import {
+  createWorkerMetrics,
+  defaultWorkerOptions,
+  startMetricsServer,
+  startWorkers,
+  stopWorkers,
+  type WorkerDeps,
+  type WorkerOptions,
+} from '@loopline/worker';
+import type { Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { startToolServer } from '../../apps/cli/src/demo-tools.ts';
+
+// The whole service in one test process, on real parts: a fresh PostgreSQL database cloned
+// from the migrated template, a unique Redis namespace, the gateway listening on a random port,
+// in-process workers, the mock model over HTTP, and the webhook tool server.
+
+export interface Stack {
+  url: string;
+  /** Redis key namespace (LOOPLINE_NAMESPACE for child worker processes). */
+  namespace: string;
+  /** The Redis the stack uses (REDIS_URL for child worker processes). */
+  redisUrl: string;
+  databaseUrl: string;
+  operatorToken: string;
+  /** The in-process workers' /metrics (startStack({workerMetrics: true})). */
+  workerMetricsUrl: string | undefined;
+  deps: WorkerDeps;
+  mock: Awaited<ReturnType<typeof startMockLlm>>;
+  tools: Awaited<ReturnType<typeof startToolServer>>;
+  workers: Worker[];
+  /** Creates a tenant and returns an API client for it. */
+  tenant(name?: string): Promise<Client>;
+  startWorkers(): void;
+  stopWorkers(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface Client {
+  apiKey: string;
+  tenantId: string;
+  call<T = any>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: T }>;
+  agent(name: string, config: Partial<AgentConfigInput>): Promise<void>;
+  tool(name: string, config: ToolConfigInput): Promise<void>;
+  session(agent: string, extra?: Record<string, unknown>): Promise<string>;
+  send(sessionId: string, text: string, headers?: Record<string, string>): Promise<any>;
+  waitIdle(sessionId: string, timeoutMs?: number): Promise<any>;
+  history(sessionId: string, view?: 'log' | 'model'): Promise<any>;
+}
+
+export async function startStack(
+  opts: {
+    scenario?: ScenarioInput;
+    workers?: boolean;
+    lockTtlMs?: number;
+    /** Redis to use (default REDIS_URL, else 127.0.0.1:6379), e.g. a private redis-server a test restarts. */
+    redisUrl?: string;
+    /** Session titles after the first turn (default off: scripted scenarios see only their own calls). */
+    titles?: boolean;
+    /** Serve the workers' metrics on an ephemeral port (`workerMetricsUrl`). */
+    workerMetrics?: boolean;
+    /** Worker fairness defaults and timings (tests shorten the token window, poll intervals). */
+    fairness?: WorkerDeps['fairness'];
+    /** Gateway rate limit default and window. */
+    rateLimit?: GatewayDeps['rateLimit'];
+    /** Gateway batch limits. */
+    batches?: GatewayDeps['batches'];
+    /** Jobs per queue of the in-process workers (default: defaultWorkerOptions). */
+    concurrency?: WorkerOptions['concurrency'];
+  } = {},
+): Promise<Stack> {
+  const database = await createTestDatabase('e2e');
+  const namespace = `test-${randomUUID().slice(0, 8)}`;
+  const keys = keySpace(namespace);
+  const redisUrl = opts.redisUrl ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  const queues = createQueues(redis, keys);
+  const mock = await startMockLlm({ port: 0, scenario: opts.scenario });
+  const tools = await startToolServer(0);
+  const operatorToken = randomUUID();
+  const tokenizer = createTokenizer('o200k_base');
+  const app = await buildApp({
+    db: database.db,
+    redis,
+    queues,
+    keys,
+    tokenizer,
+    operatorToken,
+    logger: false,
+    ...(opts.rateLimit ? { rateLimit: opts.rateLimit } : {}),
+    ...(opts.batches ? { batches: opts.batches } : {}),
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.address();
+  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  const workerMetrics = createWorkerMetrics({ defaultMetrics: opts.workerMetrics === true });
+  const deps: WorkerDeps = {
+    db: database.db,
+    redis,
+    keys,
+    queues,
+    tokenizer,
+    logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+    llm: { apiKey: 'test-key', baseURL: mock.url },
+    webhookPolicy: { allowPrivate: false, allowHosts: ['127.0.0.1'] },
+    flags: { disableAutocompact: false, disablePrune: false },
+    lockTtlMs: opts.lockTtlMs ?? 5_000,
+    lockRetryMs: 50,
+    maxProviderRetries: 4,
+    metrics: workerMetrics,
+    titles: opts.titles ?? false,
+    ...(opts.fairness ? { fairness: opts.fairness } : {}),
+  };
+  const metricsServer = opts.workerMetrics
+    ? await startMetricsServer(workerMetrics, { port: 0, host: '127.0.0.1' })
+    : undefined;
+  let workers: Worker[] = [];
+  const start = () => {
+    workers = startWorkers(deps, {
+      ...defaultWorkerOptions,
+      concurrency: { ...defaultWorkerOptions.concurrency, ...opts.concurrency },
+      jobLockMs: 5_000,
+      stalledIntervalMs: 2_000,
+    });
+    stack.workers = workers;
+  };
+
+  const stack: Stack = {
+    url,
+    namespace,
+    redisUrl,
+    databaseUrl: database.url,
+    operatorToken,
+    workerMetricsUrl: metricsServer ? `${metricsServer.url}/metrics` : undefined,
+    deps,
+    mock,
+    tools,
+    workers,
+    startWorkers: start,
+    async stopWorkers() {
+      await stopWorkers(workers);
+    },
+    async tenant(name = 'test') {
+      const created = await request(url, operatorToken, 'POST', '/v1/admin/tenants', { name });
+      if (created.status !== 201)
+        throw new Error(`tenant: ${created.status} ${JSON.stringify(created.body)}`);
+      return makeClient(url, created.body.apiKey, created.body.tenant.id);
+    },
+    async close() {
+      await stopWorkers(workers);
+      await metricsServer?.close();
+      await app.close();
+      await queues.close();
+      await mock.close();
+      await tools.close();
+      redis.disconnect();
+      await database.drop();
+    },
+  };
+  if (opts.workers !== false) start();
+  return stack;
+}
+
+async function request(
+  url: string,
+  token: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+) {
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...headers,
+    },
+    body: body !== undefined ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}
+
+function makeClient(url: string, apiKey: string, tenantId: string): Client {
+  const call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
+    request(url, apiKey, method, path, body, headers);
+  const ok = async (p: Promise<{ status: number; body: any }>, what: string) => {
+    const r = await p;
+    if (r.status >= 300) throw new Error(`${what}: ${r.status} ${JSON.stringify(r.body)}`);
+    return r.body;
+  };
+  return {
+    apiKey,
+    tenantId,
+    call,
+    agent: async (name, config) => {
+      await ok(call('PUT', `/v1/agents/${name}`, { model: 'compatible/mock', ...config }), 'agent');
+    },
+    tool: async (name, config) => {
+      await ok(call('PUT', `/v1/tools/${name}`, config), 'tool');
+    },
+    session: async (agent, extra) =>
+      (await ok(call('POST', '/v1/sessions', { agent, ...extra }), 'session')).id,
+    send: (sessionId, text, headers) =>
+      ok(call('POST', `/v1/sessions/${sessionId}/messages`, { text }, headers), 'send'),
+    waitIdle: async (sessionId, timeoutMs = 20_000) => {
+      const deadline = Date.now() + timeoutMs;
+      while (Date.now() < deadline) {
+        const s = await ok(call('GET', `/v1/sessions/${sessionId}`), 'get session');
+        if (s.status === 'idle' || s.status === 'error') return s;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error(`session ${sessionId} not idle after ${timeoutMs} ms`);
+    },
+    history: async (sessionId, view = 'log') =>
+      ok(call('GET', `/v1/sessions/${sessionId}/messages?view=${view}`), 'history'),
+  };
+}
