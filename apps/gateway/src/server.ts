@@ -1,6 +1,7 @@
-import { closeDb, createDb, migrateToLatest } from '@loopline/db';
+import { closeDb, createDb, migrateWhenReady } from '@loopline/db';
 import { createQueues, keySpace } from '@loopline/queue';
 import { Redis } from 'ioredis';
+import { pino } from 'pino';
 import { buildApp } from './app.ts';
 
 // The gateway process: reads the environment, migrates, listens, and shuts down gracefully on
@@ -39,7 +40,12 @@ export async function main(): Promise<void> {
   const host = process.env.HOST ?? '0.0.0.0';
 
   const db = createDb(databaseUrl, { applicationName: 'loopline-gateway' });
-  await migrateToLatest(db);
+  // Fastify's logger exists once the app is built; the boot step logs with the same pino settings.
+  const bootLogger = pino({ level: process.env.LOG_LEVEL ?? 'info', name: 'gateway' });
+  await migrateWhenReady(db, {
+    onRetry: (err, attempt, waitMs) =>
+      bootLogger.warn({ err, attempt, waitMs }, 'database not reachable at start, retrying'),
+  });
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 3 });
   const keys = keySpace(process.env.LOOPLINE_NAMESPACE ?? 'loopline');
   const queues = createQueues(redis, keys);

@@ -1,4 +1,4 @@
-import { createDb, migrateToLatest } from '@loopline/db';
+import { createDb, migrateWhenReady } from '@loopline/db';
 import { createTokenizer } from '@loopline/llm';
 import { createQueues, keySpace } from '@loopline/queue';
 import { Redis } from 'ioredis';
@@ -53,7 +53,10 @@ export function depsFromEnv(logger = pino({ level: env.LOG_LEVEL ?? 'info', name
 
 async function main() {
   const deps = depsFromEnv();
-  await migrateToLatest(deps.db);
+  await migrateWhenReady(deps.db, {
+    onRetry: (err, attempt, waitMs) =>
+      deps.logger.warn({ err, attempt, waitMs }, 'database not reachable at start, retrying'),
+  });
   const workers = startWorkers(deps, {
     ...defaultWorkerOptions,
     concurrency: {

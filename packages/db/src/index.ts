@@ -3,9 +3,10 @@
 // by tenant_id; history rows (messages, parts, steps, compactions) are never deleted.
 
 export { type CreateDbOptions, closeDb, createDb, type Db, type Trx } from './client.ts';
+export { isConnectionError, type RetryOptions, retryOnConnectionError } from './connection-errors.ts';
 export { NotFoundError, StaleFenceError } from './errors.ts';
 export { acquireFence, currentFence, type Fence, withFence } from './fence.ts';
-export { MIGRATIONS_DIR, migrateToLatest } from './migrate.ts';
+export { MIGRATIONS_DIR, migrateToLatest, migrateWhenReady } from './migrate.ts';
 export { getAgent, listAgents, putAgent } from './repo/agents.ts';
 export {
   type ApiKeyInfo,

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import { FileMigrationProvider, type MigrationResult, Migrator } from 'kysely/migration';
 import type { Db } from './client.ts';
+import { type RetryOptions, retryOnConnectionError } from './connection-errors.ts';
 
 // Runs the numbered migrations in ./migrations. Safe when several processes start at once: the
 // whole run holds a session-level advisory lock on one pinned connection (kysely's own lock
@@ -31,4 +32,13 @@ export async function migrateToLatest(db: Db): Promise<MigrationResult[]> {
       await sql`select pg_advisory_unlock(${MIGRATION_LOCK_KEY}::bigint)`.execute(conn);
     }
   });
+}
+
+/**
+ * migrateToLatest for a process that is starting: waits for PostgreSQL (not up yet, restarting,
+ * its connection terminated mid-migration) instead of exiting. Kysely runs the pending migrations
+ * in one transaction on PostgreSQL, so an interrupted run left nothing behind and a retry redoes it.
+ */
+export function migrateWhenReady(db: Db, opts: RetryOptions = {}): Promise<MigrationResult[]> {
+  return retryOnConnectionError(() => migrateToLatest(db), opts);
 }

@@ -2,7 +2,15 @@ import { readdirSync } from 'node:fs';
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../testkit/src/index.ts';
-import { closeDb, createDb, MIGRATIONS_DIR, migrateToLatest } from '../src/index.ts';
+import {
+  closeDb,
+  createDb,
+  isConnectionError,
+  MIGRATIONS_DIR,
+  migrateToLatest,
+  migrateWhenReady,
+  retryOnConnectionError,
+} from '../src/index.ts';
 
 // Migrations: idempotent, and safe when several processes migrate the same database at once.
 
@@ -70,5 +78,73 @@ describe('migrateToLatest', () => {
       await closeDb(db);
     }
     expect(await tables(database)).toContain('messages');
+  });
+});
+
+// A process that starts while PostgreSQL is restarting, failing over or killing connections must
+// wait for it, not exit (the postgres-kill fault test saw a worker die at boot this way).
+describe('migrateWhenReady', () => {
+  it('retries when its connection is terminated in the middle of the migration', async () => {
+    const database = await emptyDatabase('migrate-terminated');
+    const db = createDb(database.url, { max: 2, applicationName: 'migrate-victim' });
+    const blocker = createDb(database.url, { max: 1 });
+    const retries: unknown[] = [];
+    try {
+      // Hold the migration lock so the run parks on pg_advisory_lock, then kill its backend.
+      await blocker.connection().execute(async (conn) => {
+        await sql`select pg_advisory_lock(7406110001::bigint)`.execute(conn);
+        const run = migrateWhenReady(db, { delayMs: 50, onRetry: (err) => retries.push(err) });
+        let killed = 0;
+        for (let i = 0; i < 100 && killed === 0; i++) {
+          const { rows } = await sql<{ n: number }>`
+            select count(pg_terminate_backend(pid))::int as n from pg_stat_activity
+            where application_name = 'migrate-victim' and query like '%pg_advisory_lock%'`.execute(conn);
+          killed = rows[0]?.n ?? 0;
+          if (!killed) await new Promise((r) => setTimeout(r, 20));
+        }
+        expect(killed).toBe(1);
+        await sql`select pg_advisory_unlock(7406110001::bigint)`.execute(conn);
+        const results = await run;
+        expect(results.map((r) => r.status)).toEqual(MIGRATIONS.map(() => 'Success'));
+      });
+    } finally {
+      await closeDb(blocker);
+      await closeDb(db);
+    }
+    expect(retries.length).toBeGreaterThanOrEqual(1);
+    expect(retries.every(isConnectionError)).toBe(true);
+    expect(await tables(database)).toContain('messages');
+  });
+
+  it('gives up after its attempts when nothing listens, and never retries a real error', async () => {
+    const db = createDb('postgres://postgres@127.0.0.1:1/none', { max: 1 });
+    let retried = 0;
+    try {
+      await expect(
+        migrateWhenReady(db, { attempts: 2, delayMs: 10, onRetry: () => retried++ }),
+      ).rejects.toSatisfy(isConnectionError);
+    } finally {
+      await closeDb(db);
+    }
+    expect(retried).toBe(1);
+    let calls = 0;
+    const syntax = Object.assign(new Error('syntax error at or near "selec"'), { code: '42601' });
+    await expect(
+      retryOnConnectionError(async () => {
+        calls++;
+        throw syntax;
+      }),
+    ).rejects.toBe(syntax);
+    expect(calls).toBe(1);
+  });
+
+  it('tells connection failures from statement errors', () => {
+    const coded = (code: string) => Object.assign(new Error(code), { code });
+    for (const code of ['ECONNRESET', 'ECONNREFUSED', '57P01', '57P03', '08006', '53300'])
+      expect(isConnectionError(coded(code)), code).toBe(true);
+    expect(isConnectionError(new Error('Connection terminated unexpectedly'))).toBe(true);
+    expect(isConnectionError(new AggregateError([coded('ECONNREFUSED')]))).toBe(true);
+    for (const code of ['42601', '23505', '40001']) expect(isConnectionError(coded(code)), code).toBe(false);
+    expect(isConnectionError('ECONNRESET')).toBe(false);
   });
 });
