@@ -34,6 +34,11 @@ if ! answers "$rhost" "$rport"; then
   for _ in $(seq 50); do answers "$rhost" "$rport" && break; sleep 0.1; done
 fi
 
+# Tests also start private redis-server processes (a Redis they restart, a local Redis Cluster
+# made with redis-cli --cluster create): the binaries must exist even when a Redis already answers.
+need_pkg redis-server redis-server
+need_pkg redis-cli redis-tools
+
 read -r phost pport < <(hostport "$DATABASE_URL" 5432)
 if ! answers "$phost" "$pport"; then
   need_pkg psql postgresql

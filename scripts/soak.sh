@@ -10,7 +10,8 @@
 # Other knobs: FAULT_SESSIONS (minimum sessions, default 50), FAULT_CONCURRENCY (sessions in flight,
 # default 30 here), FAULT_WORKERS (worker processes, default 3), FAULT_PROGRESS (turns answered
 # between two process faults, default 3), FAULTS_COMPACTION=0|1 (force small context windows off
-# or on), FAULTS_KNOWN_BUGS=1 (report orphaned sessions as violations instead of re-waking them),
+# or on), FAULT_RECONCILE_MS=0 (workers' reconciler off: orphaned sessions are violations;
+# default 1000, its period),
 # FAULT_DEBUG=1 (log every fault). Worker logs, and a JSON dump of every session that broke an
 # invariant, are kept in the folder the summary names.
 set -euo pipefail

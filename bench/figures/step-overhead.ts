@@ -201,12 +201,12 @@ if (args.profile) {
     await cpuPer(200, (i) =>
       withFence(db, f, (trx) => updatePart(trx, f.tenantId, { ...part, text: `x${i}` })),
     ),
-    '7',
+    '3',
   ]);
   budget.push([
     'event publish: one XADD + EXPIRE pipeline',
     await cpuPer(300, () => publishEvents(redis, keys, sessionId!, [{ type: 'part.updated', part }])),
-    '8',
+    '4',
   ]);
   const chainCpu0 = process.cpuUsage();
   const chainRun = await ceilingOnce();
@@ -251,6 +251,16 @@ const redisTable = [
   '| ---: | --- |',
   ...topShapes(allRedis, steps, 15).map(([k, v]) => `| ${fmt(v)} | \`${k}\` |`),
 ];
+
+if (process.env.BENCH_SHAPES) {
+  log(`per step: ${fmt(queriesPerStep)} statements, ${fmt(commandsPerStep)} Redis commands`);
+  log(
+    [
+      ...topShapes(allSql, steps, 60).map(([k, v]) => `${fmt(v)}  ${k}`),
+      ...topShapes(allRedis, steps, 30).map(([k, v]) => `${fmt(v)}  ${k}`),
+    ].join('\n'),
+  );
+}
 
 let result: FigureResult;
 if (profile) {

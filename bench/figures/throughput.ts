@@ -22,6 +22,11 @@ const args = figureArgs({ runs: 3, quickRuns: 1 });
 const WARMUP_MS = args.quick ? 2_000 : 3_000;
 const WINDOW_MS = args.quick ? 5_000 : 8_000;
 const CONCURRENCY = 16;
+// The worker as deployed (infra/compose.yaml, docs/DEPLOYMENT.md): young generation capped at 8 MiB.
+// BENCH_WORKER_NODE_ARGS='' measures V8's default (16 MiB semi-spaces) instead.
+const WORKER_NODE_ARGS = (process.env.BENCH_WORKER_NODE_ARGS ?? '--max-semi-space-size=8')
+  .split(' ')
+  .filter((a) => a !== '');
 const started = performance.now();
 
 const mock = forkChild('lib/mock-child.ts', [], { MOCK_RESET_EVERY_MS: '2000' });
@@ -58,7 +63,7 @@ async function loopRun(sessions: number, concurrency = CONCURRENCY): Promise<Loo
         ? { NODE_OPTIONS: process.env.BENCH_WORKER_NODE_OPTIONS }
         : {}),
     },
-    { log: `worker-${sessions}-c${concurrency}` },
+    { log: `worker-${sessions}-c${concurrency}`, nodeArgs: WORKER_NODE_ARGS },
   );
   const samples: Array<{ at: number; rss: number }> = [];
   const sampler = setInterval(() => {
@@ -137,7 +142,7 @@ async function idleRss(): Promise<number> {
       OPENAI_API_KEY: 'bench-key',
       LOG_LEVEL: 'info',
     },
-    { log: 'worker-idle' },
+    { log: 'worker-idle', nodeArgs: WORKER_NODE_ARGS },
   );
   try {
     const file = path.join(OUT_DIR, 'logs', 'worker-idle.log');
@@ -229,7 +234,8 @@ emit({
   details: [
     `Each run: 100 bare chains, then Loopline with 100 sessions, then with 1,000 sessions (fresh database and ` +
       `namespace each). Warm-up ${WARMUP_MS / 1000} s, window ${WINDOW_MS / 1000} s. One worker process, step ` +
-      `concurrency ${CONCURRENCY}, PostgreSQL pool 20 (the defaults of apps/worker/src/main.ts); mock model (zero ` +
+      `concurrency ${CONCURRENCY}, PostgreSQL pool 20 (the defaults of apps/worker/src/main.ts), node ` +
+      `${WORKER_NODE_ARGS.join(' ') || '(V8 defaults)'} (as deployed: infra/compose.yaml); mock model (zero ` +
       'latency) in its own process; every step answers "Checking." plus one read_output call. Session ' +
       'titles off (LOOPLINE_DISABLE_TITLES=1: one extra model call per new session), no fairness caps ' +
       '(the defaults).',

@@ -409,23 +409,32 @@ describe('infra/compose.yaml', () => {
     expect(gateway.deploy.replicas).toBe(2);
     expect(worker.deploy.replicas).toBe(2);
     expect(gateway.command).toEqual(['node', 'apps/gateway/src/server.ts']);
-    expect(worker.command).toEqual(['node', 'apps/worker/src/main.ts']);
+    // The worker's young generation capped (docs/DEPLOYMENT.md, worker memory).
+    expect(worker.command).toEqual(['node', '--max-semi-space-size=8', 'apps/worker/src/main.ts']);
     for (const svc of [gateway, worker]) {
       expect(svc.build).toEqual({ context: '..', dockerfile: 'infra/Dockerfile' });
       expect(existsSync(path.join(root, 'infra', svc.build.context, svc.build.dockerfile))).toBe(true);
-      expect(existsSync(path.join(root, svc.command[1]))).toBe(true);
+      expect(existsSync(path.join(root, svc.command.at(-1)))).toBe(true);
       expect(Object.keys(svc.depends_on).sort()).toEqual(['postgres', 'redis']);
     }
     // One PostgreSQL, one Redis, one namespace for every process.
-    for (const name of ['DATABASE_URL', 'REDIS_URL', 'LOOPLINE_NAMESPACE'])
+    for (const name of ['DATABASE_URL', 'REDIS_URL', 'REDIS_CLUSTER_NODES', 'LOOPLINE_NAMESPACE'])
       expect(gateway.environment[name]).toBe(worker.environment[name]);
     expect(gateway.environment.LOOPLINE_OPERATOR_TOKEN).toMatch(/^\$\{LOOPLINE_OPERATOR_TOKEN:\?/);
     // Every variable the file sets is one the process reads.
+    const read = (files: string[]) => files.map((f) => readFileSync(path.join(root, f), 'utf8')).join('\n');
     const sources = {
-      gateway: readFileSync(path.join(root, 'apps/gateway/src/server.ts'), 'utf8'),
-      worker: ['apps/worker/src/main.ts', 'apps/worker/src/tools/address-policy.ts']
-        .map((f) => readFileSync(path.join(root, f), 'utf8'))
-        .join('\n'),
+      // REDIS_URL / REDIS_CLUSTER_NODES: read by the shared Redis factory of both processes.
+      gateway: read([
+        'apps/gateway/src/server.ts',
+        'apps/gateway/src/plugins/auth.ts',
+        'packages/queue/src/redis.ts',
+      ]),
+      worker: read([
+        'apps/worker/src/main.ts',
+        'apps/worker/src/tools/address-policy.ts',
+        'packages/queue/src/redis.ts',
+      ]),
     };
     for (const [name, svc] of [
       ['gateway', gateway],

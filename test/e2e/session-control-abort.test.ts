@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { compactions, isSummary, SUMMARY_SYSTEM } from './context-fixtures.ts';
 
 // Abort (issue #5 item 6): POST /v1/sessions/:id/abort stops a streaming model call or a running
 // webhook within a second, keeps what was streamed, marks unfinished tools interrupted and leaves
 // the session idle and consistent; an abort of a queued session is recorded durably and stops it
-// when its job runs; an idle session is a 200 no-op.
+// when its job runs; an idle session is a 200 no-op. An abort during a summary compaction stops
+// its model call too: no half summary, the compaction record failed, the session idle.
 
 let stack: Stack;
 let client: Client;
@@ -23,6 +25,15 @@ beforeAll(async () => {
   stack = await startStack({
     scenario: {
       rules: [
+        // Summary requests (the compaction agent's system prompt): the first one asked for with
+        // SLOW-SUMMARY in its instructions streams for ~8 s; every other summary is immediate.
+        {
+          when: { system: SUMMARY_SYSTEM, lastUserIncludes: 'SLOW-SUMMARY' },
+          reply: { text: 'summary line. '.repeat(80), chunks: 80 },
+          latencyMs: 100,
+          times: 1,
+        },
+        { when: { system: SUMMARY_SYSTEM }, reply: { summary: true } },
         {
           when: { lastUserIncludes: 'slow story', lastMessageRole: 'user' },
           reply: { text: 'word '.repeat(60), chunks: 60 },
@@ -189,6 +200,67 @@ describe('abort', () => {
     } finally {
       if (!(await stack.workers[0]!.isRunning())) stack.startWorkers();
     }
+  });
+
+  it('during a summary compaction: the summary call stops, no half summary, idle within a second', async () => {
+    const id = await client.session('writer');
+    for (const text of ['first question', 'second question']) {
+      await client.send(id, text);
+      await client.waitIdle(id);
+    }
+    const compact = await client.call('POST', `/v1/sessions/${id}/compact`, { instructions: 'SLOW-SUMMARY' });
+    expect(compact.status).toBe(202);
+    await until('summary streaming', async () => {
+      const log = await client.history(id);
+      return log.messages.some((m: any) => isSummary(m) && m.parts.some((p: any) => p.type === 'text'));
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    const calls = stack.mock.calls.length;
+    const res = await abort(id);
+    expect(res.status).toBe(202);
+    expect(res.body.session.status).toBe('compacting');
+    // The summary had ~7 s to go: only stopping its model call makes this fast.
+    expect(await idleWithin(id, 1_000)).toBeLessThan(1_000);
+
+    const log = await client.history(id);
+    const summary = log.messages.find(isSummary);
+    expect(summary.info.error.name).toBe('AbortedError');
+    expect(summary.info.finish).toBeUndefined();
+    const texts = summary.parts.filter((p: any) => p.type === 'text');
+    expect(texts.length).toBeGreaterThan(0);
+    expect(texts.every((p: any) => p.ignored === true)).toBe(true);
+    // The turn is closed with an empty aborted reply; the half summary is no boundary.
+    expect(log.messages.at(-1).info).toMatchObject({ role: 'assistant', error: { name: 'AbortedError' } });
+    const view = await client.history(id, 'model');
+    expect(JSON.stringify(view.messages)).not.toContain('summary line.');
+    expect(await compactions(stack, id)).toMatchObject([
+      { status: 'failed', reason: 'manual', error: { name: 'AbortedError' } },
+    ]);
+    const ledger = await stack.deps.db
+      .selectFrom('steps')
+      .select(['kind', 'outcome'])
+      .where('session_id', '=', id)
+      .where('kind', '=', 'compaction')
+      .execute();
+    expect(ledger).toEqual([{ kind: 'compaction', outcome: 'aborted' }]);
+    const session = (await client.call('GET', `/v1/sessions/${id}`)).body;
+    expect(session).toMatchObject({ status: 'idle', error: null, compaction: { count: 0 } });
+    await new Promise((r) => setTimeout(r, 500));
+    expect(stack.mock.calls.length).toBe(calls);
+
+    // The compaction point is still pending: the next message runs it again (the one summary
+    // message is reused and completed), then answers.
+    await client.send(id, 'third question');
+    const after = await client.waitIdle(id);
+    expect(after).toMatchObject({ status: 'idle', compaction: { count: 1 } });
+    const rows = await compactions(stack, id);
+    expect(rows.map((r) => r.status)).toEqual(['failed', 'completed']);
+    const final = await client.history(id);
+    const summaries = final.messages.filter(isSummary);
+    expect(summaries).toHaveLength(1);
+    expect(summaries[0].info.finish).toBe('stop');
+    expect(summaries[0].info.error).toBeUndefined();
+    expect(final.messages.at(-1).info.finish).toBe('stop');
   });
 
   it('an idle session: 200 no-op, nothing written; unknown session 404', async () => {

@@ -1,6 +1,8 @@
 import os from 'node:os';
 import path from 'node:path';
 import { acquireFence, closeDb, createDb, type Db } from '@loopline/db';
+import { reconcileOnce } from '@loopline/worker';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FaultToolServer, startFaultToolServer } from '../support/fault-tools.ts';
 import { installFenceAudit } from '../support/fence-audit.ts';
@@ -8,30 +10,29 @@ import { checkInvariants } from '../support/invariants.ts';
 import { WorkerPool } from '../support/procs.ts';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
 
-// KNOWN BUG (found by the chaos run, chaos.test.ts): an orphaned session. A runner that loses
-// its session lock, or whose write meets a newer fence, "stops quietly and leaves the session to
-// the newer runner" (apps/worker/src/lease-runner.ts, withSessionLease's catch). That is only
-// safe if the newer runner is alive. In the chaos run a worker was frozen (SIGSTOP) between
-// acquireLease and acquireFence; when it woke up, its lease had long expired but it still took
-// the next fence — superseding the live runner, which then quit on StaleFenceError — and then
-// lost its own lease at the next renewal and quit too. Nobody holds the session, no job is left:
-// the session stays `running` (with an open assistant message) forever.
+// Found by the chaos run (chaos.test.ts): an orphaned session. A runner that loses its session
+// lock, or whose write meets a newer fence, "stops quietly and leaves the session to the newer
+// runner" (apps/worker/src/lease-runner.ts, withSessionLease's catch). That is only safe if the
+// newer runner is alive. In the chaos run a worker was frozen (SIGSTOP) between acquireLease and
+// acquireFence; when it woke up, its lease had long expired but it still took the next fence —
+// superseding the live runner, which then quit on StaleFenceError — and then lost its own lease at
+// the next renewal and quit too. Nobody held the session, no job was left: the session stayed
+// `running` (with an open assistant message) forever.
 //
 // The tests below make the same state deterministically: while a real worker runs a tool, the
 // test takes the next fence the way that zombie runner did (acquireFence) and never uses it.
-//   - the session finishes without outside help (fixed: a superseded runner leaves a resume job
-//     one lock TTL out, apps/worker/src/lease-runner.ts).
-//   - KNOWN_BUGS (fails today): a client retry with the same Idempotency-Key revives it. It does
-//     not, because the replay re-adds the wake job under its deterministic id and BullMQ keeps
-//     completed jobs (removeOnComplete keeps 50,000), so the add is a no-op
+//   - the session finishes without outside help: a superseded runner leaves a resume job one lock
+//     TTL out (lease-runner.ts).
+//   - when that resume job is lost too (as a Redis restart would lose it: `strand`), a client
+//     retry with the same Idempotency-Key revives it, exactly once more. It used not to: the replay
+//     re-added the wake job under its deterministic id, which BullMQ keeps as completed, so the add
+//     was a no-op; a replay of a session with work due now wakes it under a per-fence id
 //     (apps/gateway/src/lib/append.ts, wake()).
-//   - passes: what the proposed fix does — a resume step job re-added for a session that says it
-//     is running while no job of it is pending and no lock is held (a reconciler, or the
-//     superseded runner itself enqueuing `resume-<session>-f<fence>` before it quits) — brings it
-//     to the end of its turn with every invariant intact.
-// Run the known-bug tests with FAULTS_KNOWN_BUGS=1.
+//   - the reconciler (apps/worker/src/reconcile.ts) finds a stranded session — status running, no
+//     pending job, no lock — and its resume job brings it to the end of its turn, invariants intact.
+// The worker processes run with the reconciler's scheduler off, so that each test sees only the
+// mechanism it is about.
 
-const KNOWN_BUGS = process.env.FAULTS_KNOWN_BUGS === '1';
 const LOCK_MS = 1500;
 
 let stack: Stack;
@@ -72,6 +73,7 @@ beforeAll(async () => {
       llmUrl: stack.mock.url,
       lockMs: LOCK_MS,
       stalledMs: 500,
+      extra: { LOOPLINE_RECONCILE_INTERVAL_MS: '0' },
     },
     path.join(os.tmpdir(), `loopline-faults-${stack.namespace}`),
   );
@@ -115,6 +117,45 @@ async function orphan(n: number) {
   return { sessionId, text, key, messageId: accepted.message.info.id as string };
 }
 
+/** Pending step jobs of a session (waiting, delayed, prioritized or active). */
+const pendingSteps = async (sessionId: string) =>
+  (await stack.deps.queues.step.getJobs(['wait', 'delayed', 'prioritized', 'active'])).filter(
+    (j) => j?.data?.sessionId === sessionId,
+  );
+
+/**
+ * An orphan whose safety net is gone too: the resume job the superseded runner leaves is removed
+ * before it runs (a Redis restart would lose it). Returns once the session is stranded: `running`,
+ * no pending job, no lock.
+ */
+async function strand(n: number) {
+  const sessionId = await client.session('agent');
+  const text = `[s${n}] [tool:slow] run it`;
+  const key = `k-${n}`;
+  const accepted = await client.send(sessionId, text, { 'idempotency-key': key });
+  await until('the tool running', () => tools.inFlight().some((r) => r.sessionId === sessionId), 20_000);
+  await acquireFence(admin, client.tenantId, sessionId); // the zombie runner's fence
+  const resume = await until(
+    'the resume job of the superseded runner',
+    async () => (await pendingSteps(sessionId)).find((j) => j.id?.startsWith(`resume-${sessionId}-`)),
+    20_000,
+  );
+  await resume.remove();
+  await sleep(2 * LOCK_MS);
+  expect(await status(sessionId)).toBe('running');
+  expect(await pendingSteps(sessionId)).toEqual([]);
+  expect(await stack.deps.redis.exists(stack.deps.keys.lock(sessionId))).toBe(0);
+  return { sessionId, text, key, messageId: accepted.message.info.id as string };
+}
+
+/** Any job of the session pending in the loop's queues (step, compact, prune). */
+const anyPending = async (sessionId: string) => {
+  for (const q of [stack.deps.queues.step, stack.deps.queues.compact, stack.deps.queues.prune])
+    for (const j of await q.getJobs(['wait', 'delayed', 'prioritized', 'active']))
+      if (j?.data?.sessionId === sessionId) return true;
+  return false;
+};
+
 const status = async (sessionId: string) =>
   (await admin.selectFrom('sessions').select('status').where('id', '=', sessionId).executeTakeFirstOrThrow())
     .status;
@@ -133,24 +174,32 @@ describe('a session whose runner was superseded by a runner that then died (orph
     expect(await status(o.sessionId)).toBe('idle');
   }, 60_000);
 
-  it.skipIf(!KNOWN_BUGS)(
-    'is revived by a client retry with the same Idempotency-Key',
-    async () => {
-      const o = await orphan(2);
-      const replay = await client.send(o.sessionId, o.text, { 'idempotency-key': o.key });
-      expect(replay.message.info.id).toBe(o.messageId);
-      await finished(o.sessionId, 10_000);
-    },
-    60_000,
-  );
+  it('once stranded, is revived exactly once more by a client retry with the same Idempotency-Key', async () => {
+    const o = await strand(2);
+    // Two replays (concurrent, as a client retrying on a timeout might): one more wake, not two.
+    const replays = await Promise.all(
+      [1, 2].map(() => client.send(o.sessionId, o.text, { 'idempotency-key': o.key })),
+    );
+    for (const r of replays) expect(r.message.info.id).toBe(o.messageId);
+    await finished(o.sessionId, 15_000);
+    await client.waitIdle(o.sessionId, 15_000);
+    const rewakes = (
+      await stack.deps.queues.step.getJobs(['completed', 'active', 'wait', 'delayed', 'prioritized'])
+    ).filter((j) => j?.id?.startsWith(`wake-${o.sessionId}-${o.messageId}-r`));
+    expect(rewakes.map((j) => j.id)).toHaveLength(1);
+    // A replay once the turn is over wakes nothing.
+    await client.send(o.sessionId, o.text, { 'idempotency-key': o.key });
+    expect(await pendingSteps(o.sessionId)).toEqual([]);
+  }, 60_000);
 
-  it('is brought to the end of its turn by a re-added resume job (the proposed reconciler), invariants intact', async () => {
-    const o = await orphan(3);
-    await stack.deps.queues.add('step', `reconcile-${o.sessionId}`, {
-      tenantId: client.tenantId,
-      sessionId: o.sessionId,
-      reason: 'resume',
-    });
+  it('once stranded, is found by the reconciler and brought to the end of its turn, invariants intact', async () => {
+    const o = await strand(3);
+    const pass = await reconcileOnce(stack.deps, { afterMs: LOCK_MS });
+    expect(pass.woken).toEqual([
+      expect.objectContaining({ sessionId: o.sessionId, status: 'running', queue: 'step' }),
+    ]);
+    // A second pass while that job is pending adds nothing.
+    expect((await reconcileOnce(stack.deps, { afterMs: LOCK_MS })).woken).toEqual([]);
     await finished(o.sessionId, 20_000);
     await client.waitIdle(o.sessionId, 20_000);
     const log = await client.history(o.sessionId);
@@ -166,5 +215,50 @@ describe('a session whose runner was superseded by a runner that then died (orph
       modelView: (s) => client.history(s.sessionId, 'model'),
     });
     expect(report.violations).toEqual([]);
+  }, 60_000);
+
+  it('compacting with its compaction job lost: the reconciler re-adds the compaction job', async () => {
+    pool.start();
+    const sessionId = await client.session('agent');
+    await client.send(sessionId, 'hello, short answer please');
+    await client.waitIdle(sessionId, 20_000);
+    await until('the idle prune done', async () => !(await anyPending(sessionId)), 20_000);
+    await pool.stopAll();
+    // A manual compaction; then the state a Redis restart leaves after the step routed it: the
+    // session compacting, its marker written, no job (the step job is removed here, and the
+    // compaction job it would have added never existed), the row untouched for a while.
+    const compact = await client.call('POST', `/v1/sessions/${sessionId}/compact`, {});
+    expect(compact.status).toBe(202);
+    const markerId = compact.body.message.info.id as string;
+    for (const j of await pendingSteps(sessionId)) await j.remove();
+    await admin
+      .updateTable('sessions')
+      .set({ status: 'compacting', updated_at: sql<Date>`now() - interval '1 minute'` })
+      .where('id', '=', sessionId)
+      .execute();
+    expect(await anyPending(sessionId)).toBe(false);
+
+    const pass = await reconcileOnce(stack.deps, { afterMs: LOCK_MS });
+    expect(pass.woken).toEqual([
+      expect.objectContaining({ sessionId, status: 'compacting', queue: 'compact' }),
+    ]);
+    const [job] = (await stack.deps.queues.compact.getJobs(['wait', 'prioritized'])).filter(
+      (j) => j?.data?.sessionId === sessionId,
+    );
+    expect(job?.data).toMatchObject({ sessionId, messageId: markerId });
+
+    pool.start();
+    const ctx = await until(
+      'the compaction completed',
+      async () => {
+        const res = await client.call('GET', `/v1/sessions/${sessionId}/context`);
+        return res.body?.compactions?.some((c: any) => c.status === 'completed') ? res.body : undefined;
+      },
+      30_000,
+    );
+    expect(ctx.compactions.filter((c: any) => c.status === 'completed')).toHaveLength(1);
+    expect((await client.waitIdle(sessionId, 20_000)).status).toBe('idle');
+    await pool.stopAll();
+    expect(pool.crashes).toEqual([]);
   }, 60_000);
 });

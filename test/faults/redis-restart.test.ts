@@ -13,25 +13,30 @@ import { type Client, type Stack, startStack } from '../support/stack.ts';
 // Redis restarted (kill -9, then started again on the same port, empty: no persistence, as in
 // CI) while sessions run, on a private redis-server — never the machine's shared Redis.
 //
-// A restart loses every BullMQ job, session lock and event stream. What Loopline guarantees
-// today, and this test asserts:
+// A restart loses every BullMQ job, session lock, event stream — and the reconciler's own job
+// scheduler. What Loopline guarantees, and these tests assert:
 //   - nothing is lost or doubled in PostgreSQL: the log, the fence and the idempotency keys live
 //     there; a runner that was mid-step when Redis went away loses its lock (the renewal finds
 //     the key gone), stops, and its writes stay fenced;
 //   - the workers and the gateway reconnect by themselves;
-//   - a client that retries its POST with the same Idempotency-Key (what the 503 "retry with the
-//     same Idempotency-Key" answer asks for) gets its first response back (same message id,
-//     nothing written) and the replay re-adds the session's wake job, which picks the session up
-//     where the log says it is (closing an interrupted step, never re-running a tool).
-// What it does not guarantee yet (it.todo below): a session whose job was lost stays queued or
-// running until some client writes to it — nothing re-wakes it. That needs a reconciler.
+//   - with the reconciler off, a client that retries its POST with the same Idempotency-Key (what
+//     the 503 "retry with the same Idempotency-Key" answer asks for) gets its first response back
+//     (same message id, nothing written) and the replay re-wakes the session (a per-fence wake id,
+//     append.ts wake()), which picks up where the log says it is (closing an interrupted step,
+//     never re-running a tool);
+//   - with the reconciler on (the default), no client has to do anything: the workers re-register
+//     the reconciler's scheduler when Redis is back, and it re-wakes every session whose status says
+//     work is due while no job and no lock hold it (apps/worker/src/reconcile.ts).
 
 let redis: PrivateRedis;
 let stack: Stack;
 let client: Client;
 let admin: Db;
 let tools: FaultToolServer;
-let pool: WorkerPool;
+let pool: WorkerPool | undefined;
+/** Every session of the file (the invariants check every tool execution against them). */
+let allSessions: SessionExpectation[];
+const LOCK_MS = 2000;
 
 beforeAll(async () => {
   redis = await startPrivateRedis();
@@ -67,21 +72,34 @@ beforeAll(async () => {
     timeoutMs: 10_000,
   });
   await client.agent('agent', { tools: ['slow'] });
-  pool = new WorkerPool(
+  allSessions = [];
+}, 60_000);
+
+/** Two supervised worker processes; `reconcileEvery` sets LOOPLINE_RECONCILE_INTERVAL_MS (0: off). */
+function startPool(name: string, reconcileEvery: number): WorkerPool {
+  const p = new WorkerPool(
     {
       databaseUrl: stack.databaseUrl,
       redisUrl: redis.url,
       namespace: stack.namespace,
       llmUrl: stack.mock.url,
-      lockMs: 2000,
+      lockMs: LOCK_MS,
       stalledMs: 1000,
+      extra: {
+        // 6 step slots for 12 sessions: half of them wait in the queue when Redis goes, and their
+        // jobs go with it (a runner that was mid-step leaves a resume job once Redis is back).
+        WORKER_STEP_CONCURRENCY: '3',
+        LOOPLINE_RECONCILE_INTERVAL_MS: String(reconcileEvery),
+        LOOPLINE_RECONCILE_AFTER_MS: String(2 * LOCK_MS),
+      },
     },
-    path.join(os.tmpdir(), `loopline-faults-${stack.namespace}`),
+    path.join(os.tmpdir(), `loopline-faults-${stack.namespace}-${name}`),
   );
-  pool.supervise = true;
-  pool.start();
-  pool.start();
-}, 60_000);
+  p.supervise = true;
+  p.start();
+  p.start();
+  return p;
+}
 
 afterAll(async () => {
   await pool?.killAll();
@@ -122,26 +140,60 @@ async function post(sessionId: string, text: string, key: string) {
   }
 }
 
+type Planned = SessionExpectation & { text: string; key: string };
+
+/** Sessions mid-turn (tools running, streams flowing) when Redis is killed and started again, empty. */
+async function restartUnderLoad(tag: string): Promise<Planned[]> {
+  const sessions: Planned[] = [];
+  for (let i = 0; i < 12; i++) {
+    const sessionId = await client.session('agent');
+    const text = `[${tag}${i}] ${i % 3 === 0 ? '[stream] tell me a story' : '[tool:slow] run the slow job'}`;
+    sessions.push({ tenantId: client.tenantId, sessionId, accepted: [], text, key: `${tag}-k-${i}` });
+  }
+  for (const s of sessions) {
+    const res = await post(s.sessionId, s.text, s.key);
+    expect(res.status).toBe(202);
+    s.accepted.push(res.body.message.info.id);
+  }
+  allSessions.push(...sessions);
+  const deadline = Date.now() + 15_000;
+  while (tools.inFlight().length < 3 && Date.now() < deadline) await sleep(50);
+  expect(tools.inFlight().length).toBeGreaterThanOrEqual(3);
+  await redis.kill();
+  await sleep(1000);
+  await redis.start();
+  return sessions;
+}
+
+async function settle(ids: string[], timeoutMs: number): Promise<string[]> {
+  const deadline = Date.now() + timeoutMs;
+  let done = await atRest(ids);
+  while ([...done.values()].some((v) => !v) && Date.now() < deadline) {
+    await sleep(250);
+    done = await atRest(ids);
+  }
+  return ids.filter((id) => !done.get(id));
+}
+
+async function invariantsHold(p: WorkerPool) {
+  await p.stopAll();
+  expect(p.crashes).toEqual([]);
+  const report = await checkInvariants({
+    db: admin,
+    sessions: allSessions,
+    toolCalls: tools.calls,
+    webhookTools: ['slow'],
+    fenceAudit: true,
+    allSessions: true,
+    modelView: (s) => client.history(s.sessionId, 'model'),
+  });
+  expect(report.violations).toEqual([]);
+}
+
 describe('Redis restarted while sessions run', () => {
-  it('loses no message and doubles nothing; a client retry with the same Idempotency-Key resumes every session', async () => {
-    const sessions: Array<SessionExpectation & { text: string; key: string }> = [];
-    for (let i = 0; i < 12; i++) {
-      const sessionId = await client.session('agent');
-      const text = `[s${i}] ${i % 3 === 0 ? '[stream] tell me a story' : '[tool:slow] run the slow job'}`;
-      sessions.push({ tenantId: client.tenantId, sessionId, accepted: [], text, key: `k-${i}` });
-    }
-    for (const s of sessions) {
-      const res = await post(s.sessionId, s.text, s.key);
-      expect(res.status).toBe(202);
-      s.accepted.push(res.body.message.info.id);
-    }
-    // Restart Redis while tools run and streams flow.
-    const deadline = Date.now() + 15_000;
-    while (tools.inFlight().length < 3 && Date.now() < deadline) await sleep(50);
-    expect(tools.inFlight().length).toBeGreaterThanOrEqual(3);
-    await redis.kill();
-    await sleep(1000);
-    await redis.start();
+  it('reconciler off: loses no message and doubles nothing; a client retry with the same Idempotency-Key resumes every session', async () => {
+    pool = startPool('no-reconciler', 0);
+    const sessions = await restartUnderLoad('a');
 
     // On their own, sessions whose job or lock was lost do not move again.
     await sleep(8000);
@@ -154,41 +206,39 @@ describe('Redis restarted while sessions run', () => {
       .where('id', 'in', stuck.length ? stuck.map((s) => s.sessionId) : [''])
       .execute();
     console.log(
-      `redis restart: ${stuck.length} of ${sessions.length} sessions stuck 8 s after the restart ` +
-        `without a client retry (statuses: ${statuses.map((r) => r.status).join(', ')})`,
+      `redis restart, reconciler off: ${stuck.length} of ${sessions.length} sessions stuck 8 s after ` +
+        `the restart without a client retry (statuses: ${statuses.map((r) => r.status).join(', ')})`,
     );
 
+    expect(stuck.length).toBeGreaterThan(0);
     // The client retries its POST with the same Idempotency-Key: same message, nothing written, woken again.
     for (const s of stuck) {
       const res = await post(s.sessionId, s.text, s.key);
       expect(res.status).toBe(202);
       expect(res.body.message.info.id).toBe(s.accepted[0]);
     }
-    const settle = Date.now() + 40_000;
-    let done = await atRest(ids);
-    while ([...done.values()].some((v) => !v) && Date.now() < settle) {
-      await sleep(250);
-      done = await atRest(ids);
-    }
-    expect(sessions.filter((s) => !done.get(s.sessionId)).map((s) => s.sessionId)).toEqual([]);
-
-    await pool.stopAll();
-    expect(pool.crashes).toEqual([]);
-    const report = await checkInvariants({
-      db: admin,
-      sessions,
-      toolCalls: tools.calls,
-      webhookTools: ['slow'],
-      fenceAudit: true,
-      allSessions: true,
-      modelView: (s) => client.history(s.sessionId, 'model'),
-    });
-    expect(report.violations).toEqual([]);
+    expect(await settle(ids, 40_000)).toEqual([]);
+    await invariantsHold(pool);
   }, 120_000);
 
-  it.todo(
-    'a session left queued/running by a Redis restart is re-woken without any client retry ' +
-      '(needs a reconciler: a repeatable job that re-adds the wake job of every session whose status is ' +
-      'queued/running/compacting but that has no live lock and no pending job)',
-  );
+  it('reconciler on: every session left queued/running by the restart finishes without any client retry', async () => {
+    pool = startPool('reconciler', 1000);
+    const sessions = await restartUnderLoad('b');
+    const ids = sessions.map((s) => s.sessionId);
+    // No client writes from here on: the workers re-register the scheduler Redis lost, and the
+    // reconciler re-wakes what the restart orphaned.
+    expect(await settle(ids, 60_000)).toEqual([]);
+    expect(await stack.deps.queues.reconcile.getJobScheduler('reconcile')).toMatchObject({ every: 1000 });
+    const rewoken = pool.logged('reconciler re-woke a stalled session');
+    console.log(
+      `redis restart, reconciler on: ${new Set(rewoken.map((l) => l.sessionId)).size} of ${sessions.length} ` +
+        'sessions re-woken by the reconciler, all finished',
+    );
+    expect(rewoken.length).toBeGreaterThan(0);
+    // Every re-wake was for a session of this test, at most once per session and fence.
+    const keys = rewoken.map((l) => `${l.sessionId}/${l.fence}`);
+    expect(new Set(keys).size).toBe(keys.length);
+    for (const l of rewoken) expect(ids).toContain(l.sessionId);
+    await invariantsHold(pool);
+  }, 120_000);
 });

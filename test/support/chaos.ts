@@ -88,8 +88,12 @@ export interface ChaosConfig {
   turnTimeoutMs: number;
   /** After the driver: how long sessions and queues get to settle. */
   settleTimeoutMs: number;
-  /** Re-wake orphaned sessions (stand-in for the missing reconciler); off with FAULTS_KNOWN_BUGS=1. */
-  rescueOrphans: boolean;
+  /**
+   * The workers' reconciler period (LOOPLINE_RECONCILE_INTERVAL_MS; FAULT_RECONCILE_MS, default
+   * 1000): it re-wakes orphaned sessions (status queued/running/compacting, no pending job, no lock).
+   * 0 turns it off, and then any orphaned session is a violation (to hunt what causes orphans).
+   */
+  reconcileMs: number;
   redisUrl?: string;
   log?: (line: string) => void;
 }
@@ -122,7 +126,7 @@ export function chaosConfig(overrides: Partial<ChaosConfig> = {}): ChaosConfig {
     progressPerFault: Number(process.env.FAULT_PROGRESS ?? 3),
     lockMs: 2000,
     stalledMs: 1000,
-    rescueOrphans: process.env.FAULTS_KNOWN_BUGS !== '1',
+    reconcileMs: Number(process.env.FAULT_RECONCILE_MS ?? 1000),
     turnTimeoutMs: 120_000,
     settleTimeoutMs: 120_000,
     ...overrides,
@@ -139,6 +143,8 @@ export function chaosConfig(overrides: Partial<ChaosConfig> = {}): ChaosConfig {
 export async function busyJobs(queues: Queues): Promise<number> {
   let busy = 0;
   for (const q of queues.all()) {
+    // The reconciler's scheduler always holds its next run: never "work still to do".
+    if (q === queues.reconcile) continue;
     const loop = q === queues.step || q === queues.compact || q === queues.prune;
     const states = loop
       ? (['active', 'wait', 'prioritized', 'delayed'] as const)
@@ -698,7 +704,13 @@ export async function runChaos(cfg: ChaosConfig): Promise<ChaosResult> {
         llmUrl: proxy.url,
         lockMs: cfg.lockMs,
         stalledMs: cfg.stalledMs,
-        extra: { LOOPLINE_MAX_PROVIDER_RETRIES: '8' },
+        extra: {
+          LOOPLINE_MAX_PROVIDER_RETRIES: '8',
+          // The harness kills workers mid-step on purpose, many times: keep the crash-loop cap out of the way.
+          LOOPLINE_MAX_INTERRUPTED_STEPS: '20',
+          LOOPLINE_RECONCILE_INTERVAL_MS: String(cfg.reconcileMs),
+          LOOPLINE_RECONCILE_AFTER_MS: String(2 * cfg.lockMs),
+        },
       },
       logDir,
     );
@@ -1000,13 +1012,17 @@ export async function runChaos(cfg: ChaosConfig): Promise<ChaosResult> {
     );
     const monkeyDone = monkey();
 
-    // ---- the stand-in reconciler (KNOWN BUG: orphaned sessions; see orphaned-session.test.ts).
-    // A session whose status says work is under way (queued/running/compacting) while no job of
-    // it is pending and no runner holds its lock — twice in a row, 2 lock TTLs apart — is
-    // orphaned: nothing will ever move it again. The harness adds the resume step job the worker
-    // should have left behind (the reconciler design proposed in the report) and counts it; with
-    // FAULTS_KNOWN_BUGS=1 it only reports, and the orphan fails the run.
+    // ---- the orphan watch. A session whose status says work is under way (queued/running/
+    // compacting) while no job of it is pending and no runner holds its lock, for 2 lock TTLs, is
+    // orphaned (see orphaned-session.test.ts, redis-restart.test.ts): the workers' reconciler
+    // (apps/worker/src/reconcile.ts) must re-wake it. The harness only watches: an orphan counts as
+    // seen, and as a violation if the reconciler has not moved it a few periods later (or at once
+    // with the reconciler off, cfg.reconcileMs = 0).
     const orphanSince = new Map<string, number>();
+    const reported = new Set<string>();
+    const orphanAfter = 2 * cfg.lockMs + 1000;
+    const unhealedAfter =
+      cfg.reconcileMs > 0 ? orphanAfter + 2 * cfg.lockMs + 3 * cfg.reconcileMs + 5000 : orphanAfter;
     reconcilerOn = true;
     const reconciler = async () => {
       while (reconcilerOn) {
@@ -1014,6 +1030,7 @@ export async function runChaos(cfg: ChaosConfig): Promise<ChaosResult> {
         const busy = poller
           .watched()
           .filter((id) => ['queued', 'running', 'compacting'].includes(poller.get(id)?.status ?? ''));
+        for (const sid of orphanSince.keys()) if (!busy.includes(sid)) orphanSince.delete(sid);
         if (busy.length === 0) continue;
         try {
           const pending = new Set<string>();
@@ -1031,24 +1048,24 @@ export async function runChaos(cfg: ChaosConfig): Promise<ChaosResult> {
             }
             const first = orphanSince.get(sid) ?? Date.now();
             orphanSince.set(sid, first);
-            if (Date.now() - first < 2 * cfg.lockMs + 1000) continue;
-            orphanSince.delete(sid);
-            orphans.push({
-              sessionId: sid,
-              status: poller.get(sid)?.status ?? '?',
-              at: Date.now() - started,
-            });
-            if (cfg.rescueOrphans) {
-              await stack.deps.queues.add('step', `reconcile-${sid}-${orphans.length}`, {
-                tenantId: client.tenantId,
+            const age = Date.now() - first;
+            if (age >= orphanAfter && !orphans.some((o) => o.sessionId === sid && o.at >= first - started)) {
+              orphans.push({ sessionId: sid, status: poller.get(sid)?.status ?? '?', at: first - started });
+              debug(`  orphaned session ${sid} (status ${poller.get(sid)?.status})`);
+            }
+            if (age >= unhealedAfter && !reported.has(sid)) {
+              reported.add(sid);
+              harness.push({
+                invariant: 'end-state',
                 sessionId: sid,
-                reason: 'resume',
+                message:
+                  `orphaned at ${Math.round((first - started) / 1000)} s and not re-woken ${Math.round(age / 1000)} s later: ` +
+                  `status ${poller.get(sid)?.status}, no pending job, no lock holder (reconciler ${cfg.reconcileMs > 0 ? 'on' : 'off'})`,
               });
-              debug(`  reconciler: re-woke orphaned session ${sid}`);
             }
           }
         } catch (err) {
-          debug(`  reconciler: ${(err as Error).message}`);
+          debug(`  orphan watch: ${(err as Error).message}`);
         }
       }
     };
@@ -1105,13 +1122,6 @@ export async function runChaos(cfg: ChaosConfig): Promise<ChaosResult> {
     clearInterval(housekeeping);
     tallyModelCalls();
     poller.stop();
-    if (!cfg.rescueOrphans)
-      for (const o of orphans)
-        harness.push({
-          invariant: 'end-state',
-          sessionId: o.sessionId,
-          message: `orphaned at ${Math.round(o.at / 1000)} s: status ${o.status}, no pending job, no lock holder`,
-        });
 
     // Numbers from the queues before the workers go.
     const allJobs: Array<Job | undefined> = [];
@@ -1165,7 +1175,7 @@ export async function runChaos(cfg: ChaosConfig): Promise<ChaosResult> {
     });
     const violations = [...harness, ...report.violations];
     const orphanNotes = orphans.map((o) => ({
-      invariant: 'orphaned (re-woken by the harness)',
+      invariant: 'orphaned (seen by the harness)',
       sessionId: o.sessionId,
       message: `status ${o.status}, no pending job, no lock holder, at ${Math.round(o.at / 1000)} s`,
     }));
@@ -1207,9 +1217,10 @@ export async function runChaos(cfg: ChaosConfig): Promise<ChaosResult> {
       ['retries: provider errors (retried steps)', report.stats.providerErrors],
       ['retries: gateway requests (5xx / network)', stats.get('gateway retries (5xx / network)')],
       ['jobs failed for good', failedForGood],
+      ['orphaned sessions seen (no job, no lock)', orphans.length],
       [
-        `orphaned sessions${cfg.rescueOrphans ? ' re-woken by the harness reconciler (known bug)' : ' (known bug)'}`,
-        orphans.length,
+        'sessions re-woken by the reconciler',
+        cfg.reconcileMs > 0 ? pool.logged('reconciler re-woke a stalled session').length : 'off',
       ],
       ['fence acquisitions (runners)', report.stats.audit?.acquisitions ?? 0],
       ['fence rejections (StaleFenceError, write rolled back)', rejections],

@@ -8,9 +8,11 @@ import { WORKER_APP_PREFIX } from './procs.ts';
 //
 // Every committed change is one audit row, numbered by a sequence in the order the triggers ran:
 //   acquire  sessions.fence went up (acquireFence: a new runner took the session)
-//   check    a sessions update that changed nothing but updated_at, by a statement that filters
-//            on the fence (withFence's first statement: `… where "fence" = $n`; the row matched,
-//            so the runner's token was the current fence)
+//   check    a sessions update by a statement that filters on the fence (withFence's first
+//            statement: `… where "fence" = $n`; the row matched, so the runner's token was the
+//            current fence). When that statement also changed the row (withFence's patch: the
+//            seq, step count, status or progress folded into the check), a write follows the
+//            check: it was made under that fence, by the same statement
 //   write    any other sessions update; any insert/update of messages, parts, steps, compactions,
 //            tool_outputs
 // with the transaction id and the connection's application_name (worker processes connect as
@@ -47,9 +49,14 @@ export async function installFenceAudit(db: Db): Promise<void> {
     begin
       if new.fence > old.fence then
         insert into fault_audit (session_id, kind, fence) values (new.id, 'acquire', new.fence);
-      elsif (to_jsonb(new) - 'updated_at') = (to_jsonb(old) - 'updated_at')
-          and current_query() ~ '"fence"\\s*=\\s*\\$' then
+      elsif current_query() ~* 'where.*"fence"\\s*=\\s*\\$' then
         insert into fault_audit (session_id, kind, fence) values (new.id, 'check', new.fence);
+        if (to_jsonb(new) - 'updated_at') is distinct from (to_jsonb(old) - 'updated_at') then
+          insert into fault_audit (session_id, kind, fence, tbl, row_id, op, cols)
+            values (new.id, 'write', new.fence, 'sessions', new.id, tg_op,
+              array(select n.key from jsonb_each(to_jsonb(new)) n
+                    where n.value is distinct from (to_jsonb(old) -> n.key) order by n.key));
+        end if;
       else
         insert into fault_audit (session_id, kind, fence, tbl, row_id, op, cols)
           values (new.id, 'write', new.fence, 'sessions', new.id, tg_op,

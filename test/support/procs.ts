@@ -94,7 +94,8 @@ export class WorkerPool {
     const url = new URL(e.databaseUrl);
     url.searchParams.set('application_name', workerAppName(n));
     const lockMs = String(e.lockMs ?? 2000);
-    const child = spawn(process.execPath, [`${root}apps/worker/src/main.ts`], {
+    // The worker's production V8 setting (docs/DEPLOYMENT.md: young generation capped at 8 MiB).
+    const child = spawn(process.execPath, ['--max-semi-space-size=8', `${root}apps/worker/src/main.ts`], {
       env: {
         ...process.env,
         DATABASE_URL: url.toString(),

@@ -3,7 +3,7 @@ import type { AgentConfigInput, ToolConfigInput } from '@loopline/core';
 import { buildApp, type GatewayDeps } from '@loopline/gateway';
 import { createTokenizer } from '@loopline/llm';
 import { type ScenarioInput, startMockLlm } from '@loopline/mock-llm';
-import { createQueues, keySpace } from '@loopline/queue';
+import { createQueues, createRedis, keySpace, type RedisConfig } from '@loopline/queue';
 import { createTestDatabase } from '@loopline/testkit';
 import {
   createWorkerMetrics,
@@ -15,7 +15,6 @@ import {
   type WorkerOptions,
 } from '@loopline/worker';
 import type { Worker } from 'bullmq';
-import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { startToolServer } from '../../apps/cli/src/demo-tools.ts';
 
@@ -27,8 +26,10 @@ export interface Stack {
   url: string;
   /** Redis key namespace (LOOPLINE_NAMESPACE for child worker processes). */
   namespace: string;
-  /** The Redis the stack uses (REDIS_URL for child worker processes). */
+  /** The Redis the stack uses (REDIS_URL for child worker processes; unused on a cluster). */
   redisUrl: string;
+  /** REDIS_URL or REDIS_CLUSTER_NODES for child processes: the Redis or Redis Cluster the stack uses. */
+  redisEnv: Record<string, string>;
   databaseUrl: string;
   operatorToken: string;
   /** The in-process workers' /metrics (startStack({workerMetrics: true})). */
@@ -68,6 +69,8 @@ export async function startStack(
     lockTtlMs?: number;
     /** Redis to use (default REDIS_URL, else 127.0.0.1:6379), e.g. a private redis-server a test restarts. */
     redisUrl?: string;
+    /** A Redis Cluster instead (seed nodes, as REDIS_CLUSTER_NODES): overrides redisUrl. */
+    redisCluster?: string[];
     /** Session titles after the first turn (default off: scripted scenarios see only their own calls). */
     titles?: boolean;
     /** Serve the workers' metrics on an ephemeral port (`workerMetricsUrl`). */
@@ -86,7 +89,13 @@ export async function startStack(
   const namespace = `test-${randomUUID().slice(0, 8)}`;
   const keys = keySpace(namespace);
   const redisUrl = opts.redisUrl ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-  const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  const redisConfig: RedisConfig = opts.redisCluster
+    ? { clusterNodes: opts.redisCluster }
+    : { url: redisUrl };
+  const redisEnv: Record<string, string> = opts.redisCluster
+    ? { REDIS_CLUSTER_NODES: opts.redisCluster.join(',') }
+    : { REDIS_URL: redisUrl };
+  const redis = createRedis(redisConfig, { maxRetriesPerRequest: null });
   const queues = createQueues(redis, keys);
   const mock = await startMockLlm({ port: 0, scenario: opts.scenario });
   const tools = await startToolServer(0);
@@ -142,6 +151,7 @@ export async function startStack(
     url,
     namespace,
     redisUrl,
+    redisEnv,
     databaseUrl: database.url,
     operatorToken,
     workerMetricsUrl: metricsServer ? `${metricsServer.url}/metrics` : undefined,

@@ -77,6 +77,8 @@ async function main() {
       ...(modelBase ? { OPENAI_BASE_URL: modelBase } : {}),
       // The demo's tool server runs on loopback; allow exactly that host.
       LOOPLINE_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
+      // V8's young generation capped as in production (docs/DEPLOYMENT.md): RSS under 300 MB.
+      NODE_OPTIONS: `${env.NODE_OPTIONS ?? ''} --max-semi-space-size=8`.trim(),
     }),
   );
   await waitForHttp(`${base}/readyz`);

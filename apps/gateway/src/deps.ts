@@ -1,8 +1,7 @@
 import type { RuntimeFlags, Tokenizer } from '@loopline/core';
 import type { Db } from '@loopline/db';
-import type { KeySpace, Queues } from '@loopline/queue';
+import type { KeySpace, Queues, RedisClient } from '@loopline/queue';
 import type { FastifyServerOptions } from 'fastify';
-import type { Redis } from 'ioredis';
 import type { GatewayMetrics } from './plugins/metrics.ts';
 
 // The resource bag the gateway is built from (STYLE 13): no module singletons. server.ts builds
@@ -10,8 +9,11 @@ import type { GatewayMetrics } from './plugins/metrics.ts';
 
 export interface GatewayDeps {
   db: Db;
-  /** Shared command connection. SSE clients get their own `redis.duplicate()` (XREAD BLOCK). */
-  redis: Redis;
+  /**
+   * Shared command connection, a single-node `Redis` or a `Cluster` (packages/queue/src/redis.ts).
+   * SSE clients get their own duplicate (XREAD BLOCK).
+   */
+  redis: RedisClient;
   queues: Queues;
   keys: KeySpace;
   /** Counts tokens of written parts; defaults to @loopline/llm's o200k_base tokenizer. */

@@ -1,6 +1,11 @@
 import { closeDb, createDb, migrateWhenReady } from '@loopline/db';
-import { createQueues, keySpace } from '@loopline/queue';
-import { Redis } from 'ioredis';
+import {
+  createQueues,
+  createRedis,
+  describeRedisConfig,
+  keySpace,
+  redisConfigFromEnv,
+} from '@loopline/queue';
 import { pino } from 'pino';
 import { buildApp } from './app.ts';
 
@@ -9,6 +14,8 @@ import { buildApp } from './app.ts';
 //
 //   DATABASE_URL             postgres://…            (required)
 //   REDIS_URL                redis://127.0.0.1:6379  (default)
+//   DB_POOL_MAX              20                      PostgreSQL connections of this process
+//   REDIS_CLUSTER_NODES      host:port,host:port     Redis Cluster seed nodes (REDIS_URL then unused)
 //   LOOPLINE_OPERATOR_TOKEN  guards /v1/admin/* and Bull Board (required)
 //   LOOPLINE_NAMESPACE       Redis key namespace     (default loopline)
 //   PORT / HOST              3000 / 0.0.0.0
@@ -35,18 +42,25 @@ function required(name: string): string {
 export async function main(): Promise<void> {
   const databaseUrl = required('DATABASE_URL');
   const operatorToken = required('LOOPLINE_OPERATOR_TOKEN');
-  const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const redisConfig = redisConfigFromEnv(process.env);
   const port = Number(process.env.PORT ?? 3000);
   const host = process.env.HOST ?? '0.0.0.0';
 
-  const db = createDb(databaseUrl, { applicationName: 'loopline-gateway' });
+  // A POST …/messages holds a connection for one statement; 20 (DB_POOL_MAX, as the worker) keeps
+  // 50 concurrent requests from queueing for the db default of 10.
+  const poolMax = Number(process.env.DB_POOL_MAX ?? 20);
+  const db = createDb(databaseUrl, {
+    applicationName: 'loopline-gateway',
+    max: Number.isInteger(poolMax) && poolMax > 0 ? poolMax : 20,
+  });
   // Fastify's logger exists once the app is built; the boot step logs with the same pino settings.
   const bootLogger = pino({ level: process.env.LOG_LEVEL ?? 'info', name: 'gateway' });
   await migrateWhenReady(db, {
     onRetry: (err, attempt, waitMs) =>
       bootLogger.warn({ err, attempt, waitMs }, 'database not reachable at start, retrying'),
   });
-  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 3 });
+  const redis = createRedis(redisConfig, { maxRetriesPerRequest: 3 });
+  bootLogger.info({ redis: describeRedisConfig(redisConfig) }, 'redis');
   const keys = keySpace(process.env.LOOPLINE_NAMESPACE ?? 'loopline');
   const queues = createQueues(redis, keys);
 

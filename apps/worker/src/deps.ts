@@ -1,7 +1,6 @@
 import type { RuntimeFlags, Tokenizer } from '@loopline/core';
 import type { Db } from '@loopline/db';
-import type { KeySpace, Queues } from '@loopline/queue';
-import type { Redis } from 'ioredis';
+import type { KeySpace, Queues, RedisClient } from '@loopline/queue';
 import type { Logger } from 'pino';
 import type { FairnessOptions } from './fairness/options.ts';
 import type { WorkerMetrics } from './metrics.ts';
@@ -10,7 +9,8 @@ import type { AddressPolicy } from './tools/address-policy.ts';
 /** Everything a processor touches, handed in (no module singletons). */
 export interface WorkerDeps {
   db: Db;
-  redis: Redis;
+  /** A single-node `Redis` or a `Cluster` client (packages/queue/src/redis.ts). */
+  redis: RedisClient;
   keys: KeySpace;
   queues: Queues;
   tokenizer: Tokenizer;
@@ -25,6 +25,11 @@ export interface WorkerDeps {
   lockRetryMs: number;
   /** Consecutive retryable provider errors tolerated in one turn before the session errors. */
   maxProviderRetries: number;
+  /**
+   * Consecutive steps closed as StepInterruptedError tolerated in one turn before the session errors
+   * (MaxInterruptionsReachedError). Absent → 10.
+   */
+  maxInterruptedSteps?: number;
   /** Test hook: called at named points of a step so a test can pause or kill there. */
   racepoint?: (name: string) => Promise<void> | void;
   /**

@@ -1,4 +1,4 @@
-import { acquireFence, StaleFenceError } from '@loopline/db';
+import { acquireFenceWithSession, type SessionInfo, StaleFenceError } from '@loopline/db';
 import { acquireLease } from '@loopline/queue';
 import { DelayedError, type Job } from 'bullmq';
 import { cancellationSignalOf } from './control/abort.ts';
@@ -14,6 +14,8 @@ export interface LeasedContext {
   writer: SessionWriter;
   signal: AbortSignal;
   attempt: number;
+  /** The session row as acquiring the fence left it (no getSession needed right after). */
+  session: SessionInfo;
 }
 
 export async function withSessionLease<T>(
@@ -31,13 +33,13 @@ export async function withSessionLease<T>(
     throw new DelayedError();
   }
   try {
-    const fence = await acquireFence(deps.db, tenantId, sessionId);
+    const { fence, session } = await acquireFenceWithSession(deps.db, tenantId, sessionId);
     const writer = new SessionWriter(deps, { tenantId, sessionId, fence });
     // A step job's own cancellation signal (BullMQ's, aborted by an abort broadcast: control/abort.ts)
     // is combined with the lease's: either stops the model stream and the tools.
     const jobSignal = cancellationSignalOf(job);
     const signal = jobSignal ? AbortSignal.any([lease.signal, jobSignal]) : lease.signal;
-    const result = await work({ writer, signal, attempt: job.attemptsMade + 1 });
+    const result = await work({ writer, signal, attempt: job.attemptsMade + 1, session });
     // The work stopped because the lease was lost (e.g. this worker froze past its TTL): make
     // sure the session is woken again in case the runner that took over dies too.
     if (lease.lost) await resumeLater(deps, tenantId, sessionId);

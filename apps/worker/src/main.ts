@@ -1,12 +1,12 @@
 import { createDb, migrateWhenReady } from '@loopline/db';
 import { createTokenizer } from '@loopline/llm';
-import { createQueues, keySpace } from '@loopline/queue';
-import { Redis } from 'ioredis';
+import { createQueues, createRedis, keySpace, redisConfigFromEnv } from '@loopline/queue';
 import { pino } from 'pino';
 import type { WorkerDeps } from './deps.ts';
 import { defaultFairness } from './fairness/options.ts';
 import { createWorkerMetrics } from './metrics.ts';
 import { startMetricsServer } from './metrics-server.ts';
+import { reconcileOptionsFromEnv, startReconciler } from './reconcile.ts';
 import { policyFromEnv } from './tools/address-policy.ts';
 import { defaultWorkerOptions, startWorkers, stopWorkers } from './worker.ts';
 
@@ -17,7 +17,8 @@ const env = process.env;
 const int = (name: string, fallback: number) => (env[name] ? Number.parseInt(env[name], 10) : fallback);
 
 export function depsFromEnv(logger = pino({ level: env.LOG_LEVEL ?? 'info', name: 'worker' })): WorkerDeps {
-  const redis = new Redis(env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: null });
+  // REDIS_URL, or REDIS_CLUSTER_NODES for a Redis Cluster (packages/queue/src/redis.ts).
+  const redis = createRedis(redisConfigFromEnv(env), { maxRetriesPerRequest: null });
   const keys = keySpace(env.LOOPLINE_NAMESPACE ?? 'loopline');
   return {
     db: createDb(env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/loopline', {
@@ -38,6 +39,7 @@ export function depsFromEnv(logger = pino({ level: env.LOG_LEVEL ?? 'info', name
     lockTtlMs: int('LOOPLINE_LOCK_TTL_MS', 15_000),
     lockRetryMs: int('LOOPLINE_LOCK_RETRY_MS', 250),
     maxProviderRetries: int('LOOPLINE_MAX_PROVIDER_RETRIES', 8),
+    maxInterruptedSteps: int('LOOPLINE_MAX_INTERRUPTED_STEPS', 10),
     fairness: {
       maxConcurrentSessions: int('LOOPLINE_MAX_CONCURRENT_SESSIONS', defaultFairness.maxConcurrentSessions),
       tokensPerMinute: int('LOOPLINE_TOKENS_PER_MINUTE', defaultFairness.tokensPerMinute),
@@ -72,6 +74,8 @@ async function main() {
     stalledIntervalMs: int('WORKER_STALLED_INTERVAL_MS', defaultWorkerOptions.stalledIntervalMs),
   });
   deps.logger.info({ queues: workers.map((w) => w.name) }, 'worker started');
+  // Re-wakes sessions that lost their job and lock (reconcile.ts); LOOPLINE_RECONCILE_INTERVAL_MS=0: off.
+  const reconciler = await startReconciler(deps, reconcileOptionsFromEnv(env, deps.lockTtlMs));
   // Prometheus: off unless WORKER_METRICS_PORT is set (metrics-server.ts).
   const metricsPort = int('WORKER_METRICS_PORT', 0);
   const metricsServer =
@@ -88,6 +92,7 @@ async function main() {
     if (stopping) return;
     stopping = true;
     deps.logger.info({ signal }, 'worker stopping');
+    reconciler.stop();
     await stopWorkers(workers);
     await metricsServer?.close();
     await deps.queues.close();

@@ -43,8 +43,10 @@ export async function loadContext(
   deps: WorkerDeps,
   tenantId: string,
   sessionId: string,
+  /** The row just read by the caller (e.g. acquireFenceWithSession): skips the getSession. */
+  known?: SessionInfo,
 ): Promise<SessionContext | undefined> {
-  const session = await getSession(deps.db, tenantId, sessionId);
+  const session = known ?? (await getSession(deps.db, tenantId, sessionId));
   if (!session) return undefined;
   const history = await loadHistory(deps.db, tenantId, sessionId, { fromSeq: session.boundarySeq });
   return contextOf(deps, session, history);

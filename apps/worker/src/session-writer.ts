@@ -1,5 +1,5 @@
 import type { SessionEvent } from '@loopline/core';
-import { type Trx, withFence } from '@loopline/db';
+import { type FencedRow, type FencedSessionPatch, type Trx, withFence } from '@loopline/db';
 import { publishEvents } from '@loopline/queue';
 import type { WorkerDeps } from './deps.ts';
 import { afterRunStopped } from './fairness/loop-stopped.ts';
@@ -23,9 +23,18 @@ export class SessionWriter {
     this.ctx = ctx;
   }
 
-  async write<T>(fn: (trx: Trx, emit: (e: SessionEvent) => void) => Promise<T>): Promise<T> {
+  /** With `patch`, the fence check also writes those session fields (db withFence). */
+  async write<T>(
+    fn: (trx: Trx, emit: (e: SessionEvent) => void, row: FencedRow) => Promise<T>,
+    patch?: FencedSessionPatch,
+  ): Promise<T> {
     const events: SessionEvent[] = [];
-    const result = await withFence(this.deps.db, this.ctx, (trx) => fn(trx, (e) => events.push(e)));
+    const result = await withFence(
+      this.deps.db,
+      this.ctx,
+      (trx, row) => fn(trx, (e) => events.push(e), row),
+      patch,
+    );
     await this.publish(events);
     await afterRunStopped(this.deps, this.ctx, events);
     return result;

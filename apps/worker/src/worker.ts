@@ -1,4 +1,4 @@
-import { JOBS, type JobKind } from '@loopline/queue';
+import { duplicateRedis, JOBS, type JobKind } from '@loopline/queue';
 import { type Job, MetricsTime, type Processor, Worker } from 'bullmq';
 import { listenForAborts, SessionJobs, trackSessionJob } from './control/abort.ts';
 import type { WorkerDeps } from './deps.ts';
@@ -9,6 +9,7 @@ import { processCompact } from './processors/compact.ts';
 import { processPrune } from './processors/prune.ts';
 import { processStep } from './processors/step.ts';
 import { processTitle } from './processors/title.ts';
+import { processReconcile } from './reconcile.ts';
 
 // Starts one BullMQ Worker per queue of the catalog, each parsing its payload at dequeue.
 
@@ -27,6 +28,12 @@ export const defaultWorkerOptions: WorkerOptions = {
 
 type Processors = Partial<Record<JobKind, (deps: WorkerDeps, job: Job, token?: string) => Promise<void>>>;
 
+/**
+ * Session jobs an abort broadcast cancels (their model call stops at once): loop steps and
+ * summary compactions. Prune passes and titles make no long model call on the session's behalf.
+ */
+const ABORTABLE: ReadonlySet<JobKind> = new Set<JobKind>(['step', 'compact', 'background']);
+
 /** Each startWorkers' abort subscription, closed by stopWorkers. */
 const abortListeners = new WeakMap<Worker[], { close(): Promise<void> }>();
 
@@ -38,6 +45,7 @@ export const processors: Processors = {
   title: processTitle,
   batch: processBatch,
   batchItem: processBatchItem,
+  reconcile: processReconcile,
 };
 
 export function startWorkers(deps: WorkerDeps, opts: WorkerOptions = defaultWorkerOptions): Worker[] {
@@ -51,7 +59,7 @@ export function startWorkers(deps: WorkerDeps, opts: WorkerOptions = defaultWork
     // Three parameters: BullMQ then hands each job a cancellation signal (worker.cancelJob).
     const processor: Processor = async (job, token, signal) => {
       job.data = JOBS[kind].schema.parse(job.data);
-      const untrack = kind === 'step' ? trackSessionJob(sessionJobs, job, worker, signal) : undefined;
+      const untrack = ABORTABLE.has(kind) ? trackSessionJob(sessionJobs, job, worker, signal) : undefined;
       try {
         if (deps.metrics) await deps.metrics.observeJob(job, () => run(deps, job, token));
         else await run(deps, job, token);
@@ -60,7 +68,7 @@ export function startWorkers(deps: WorkerDeps, opts: WorkerOptions = defaultWork
       }
     };
     const worker = new Worker(JOBS[kind].queue, processor, {
-      connection: deps.redis.duplicate({ maxRetriesPerRequest: null }),
+      connection: duplicateRedis(deps.redis, { maxRetriesPerRequest: null }),
       prefix: deps.keys.queuePrefix,
       concurrency: opts.concurrency[kind] ?? 1,
       lockDuration: opts.jobLockMs,

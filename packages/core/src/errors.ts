@@ -21,6 +21,8 @@ export const ERROR_CODES = {
   CompactionError: 'Compaction could not bring the context under the trigger.',
   SummaryGenerationError: 'The summary model failed; a cheaper compaction rung was used.',
   MaxStepsReachedError: 'The agent reached its step limit for this turn.',
+  MaxInterruptionsReachedError:
+    'Too many steps in a row were interrupted (their worker died or lost its lock); the session stopped.',
   ToolError: 'A tool failed.',
   ToolInputError: 'The model called a tool with arguments that do not match its schema.',
   UnknownToolError: 'The model called a tool that does not exist.',

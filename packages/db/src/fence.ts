@@ -1,6 +1,11 @@
-import { sql } from 'kysely';
+import type { ErrorData, SessionStatus } from '@loopline/core';
+import { sql, type UpdateObject } from 'kysely';
 import type { Db, Trx } from './client.ts';
 import { NotFoundError, StaleFenceError } from './errors.ts';
+import { type SessionInfo, toSession } from './repo/mappers.ts';
+import { progressSet, type SessionProgress } from './repo/sessions.ts';
+import type { DB } from './schema.ts';
+import { toJsonOrNull } from './tables/columns.ts';
 
 // Fencing: the session lock lives in Redis, but the token that guards writes lives here.
 // A new lock holder calls acquireFence (fence + 1, so a Redis restart cannot reset it); every
@@ -15,17 +20,51 @@ export interface Fence {
   fence: number;
 }
 
-/** Runs fn in one transaction that first checks the fence; a stale fence throws StaleFenceError. */
-export async function withFence<T>(db: Db, f: Fence, fn: (trx: Trx) => Promise<T>): Promise<T> {
+/**
+ * What a fenced transaction may change on the session row in its first statement (the fence
+ * check itself): progress fields, the status, and a seq for one new message. Folding these into
+ * the check saves the separate UPDATE each of them would cost; the row lock and the
+ * zero-rows-means-stale rule are the same.
+ */
+export interface FencedSessionPatch extends SessionProgress {
+  /** Sets status, detail and error together (as setSessionStatus: absent detail/error are cleared). */
+  status?: { status: SessionStatus; detail?: string | null; error?: ErrorData | null };
+  /** Takes the next message seq (sessions.last_seq + 1), returned as FencedRow.lastSeq. */
+  allocateSeq?: boolean;
+}
+
+/** The session row as the fence check left it. */
+export interface FencedRow {
+  lastSeq: number;
+}
+
+/**
+ * Runs fn in one transaction that first checks the fence; a stale fence throws StaleFenceError.
+ * With `patch`, the check also writes those session fields (one statement instead of two).
+ */
+export async function withFence<T>(
+  db: Db,
+  f: Fence,
+  fn: (trx: Trx, row: FencedRow) => Promise<T>,
+  patch?: FencedSessionPatch,
+): Promise<T> {
   return db.transaction().execute(async (trx) => {
-    const result = await trx
+    const set: UpdateObject<DB, 'sessions'> = patch ? progressSet(patch) : { updated_at: sql<Date>`now()` };
+    if (patch?.status) {
+      set.status = patch.status.status;
+      set.status_detail = patch.status.detail ?? null;
+      set.error = toJsonOrNull(patch.status.error);
+    }
+    if (patch?.allocateSeq) set.last_seq = sql<number>`last_seq + 1`;
+    const updated = await trx
       .updateTable('sessions')
-      .set({ updated_at: sql<Date>`now()` })
+      .set(set)
       .where('id', '=', f.sessionId)
       .where('tenant_id', '=', f.tenantId)
       .where('fence', '=', f.fence)
+      .returning('last_seq')
       .executeTakeFirst();
-    if (result.numUpdatedRows === 0n) {
+    if (!updated) {
       const row = await trx
         .selectFrom('sessions')
         .select('fence')
@@ -34,21 +73,33 @@ export async function withFence<T>(db: Db, f: Fence, fn: (trx: Trx) => Promise<T
         .executeTakeFirst();
       throw new StaleFenceError({ sessionId: f.sessionId, fence: f.fence, currentFence: row?.fence ?? null });
     }
-    return fn(trx);
+    return fn(trx, { lastSeq: updated.last_seq });
   });
 }
 
 /** Takes the next fencing token for a session (called by the holder of the Redis lock). */
 export async function acquireFence(db: Db, tenantId: string, sessionId: string): Promise<number> {
+  return (await acquireFenceWithSession(db, tenantId, sessionId)).fence;
+}
+
+/**
+ * acquireFence that also returns the session row as the increment left it (UPDATE … RETURNING *),
+ * so the new holder needs no getSession right after.
+ */
+export async function acquireFenceWithSession(
+  db: Db,
+  tenantId: string,
+  sessionId: string,
+): Promise<{ fence: number; session: SessionInfo }> {
   const row = await db
     .updateTable('sessions')
     .set((eb) => ({ fence: eb('fence', '+', 1), updated_at: sql<Date>`now()` }))
     .where('id', '=', sessionId)
     .where('tenant_id', '=', tenantId)
-    .returning('fence')
+    .returningAll()
     .executeTakeFirst();
   if (!row) throw new NotFoundError('session', sessionId);
-  return row.fence;
+  return { fence: row.fence, session: toSession(row) };
 }
 
 /** The session's current fence, for logs and tests. */

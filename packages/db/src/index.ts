@@ -5,12 +5,22 @@
 export { type CreateDbOptions, closeDb, createDb, type Db, type Trx } from './client.ts';
 export { isConnectionError, type RetryOptions, retryOnConnectionError } from './connection-errors.ts';
 export { NotFoundError, StaleFenceError } from './errors.ts';
-export { acquireFence, currentFence, type Fence, withFence } from './fence.ts';
+export {
+  acquireFence,
+  acquireFenceWithSession,
+  currentFence,
+  type Fence,
+  type FencedRow,
+  type FencedSessionPatch,
+  withFence,
+} from './fence.ts';
 export { MIGRATIONS_DIR, migrateToLatest, migrateWhenReady } from './migrate.ts';
 export { getAgent, listAgents, putAgent } from './repo/agents.ts';
 export {
+  type ApiKeyAuth,
   type ApiKeyInfo,
   authenticateApiKey,
+  authenticateApiKeyCached,
   createApiKey,
   hashApiKey,
   listApiKeys,
@@ -55,8 +65,11 @@ export type {
   ToolInfo,
 } from './repo/mappers.ts';
 export {
+  type AppendAndQueueInput,
+  type AppendAndQueueResult,
   type AppendUserMessageInput,
   appendUserMessage,
+  appendUserMessageAndQueue,
   type CreateAssistantMessageInput,
   createAssistantMessage,
   getMessage,
@@ -71,7 +84,12 @@ export {
   listSessionsAllTenants,
   type OperatorSession,
 } from './repo/operator.ts';
-export { insertPart, updatePart } from './repo/parts.ts';
+export { insertPart, insertParts, updatePart } from './repo/parts.ts';
+export {
+  type ListStalledSessionsOptions,
+  listStalledSessions,
+  type StalledSession,
+} from './repo/reconcile.ts';
 export {
   type AbortRequest,
   activeChildSessions,
@@ -92,7 +110,14 @@ export {
   updateSessionProgress,
 } from './repo/sessions.ts';
 export { type FinishStepInput, finishStep, listSteps, type StartStepInput, startStep } from './repo/steps.ts';
-export { createTenant, getTenant, getTenantLimits, updateTenantLimits } from './repo/tenants.ts';
+export {
+  createTenant,
+  getTenant,
+  getTenantLimits,
+  getTenantLimitsCached,
+  TENANT_LIMITS_TTL_MS,
+  updateTenantLimits,
+} from './repo/tenants.ts';
 export {
   countLines,
   readToolOutput,

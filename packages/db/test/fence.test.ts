@@ -4,7 +4,10 @@ import { pgTest as test } from '../../testkit/src/fixtures.ts';
 import { makeSessionWithTenant } from '../../testkit/src/index.ts';
 import {
   acquireFence,
+  acquireFenceWithSession,
   appendUserMessage,
+  appendUserMessageAndQueue,
+  createAssistantMessage,
   currentFence,
   getSession,
   loadHistory,
@@ -116,5 +119,95 @@ describe('fence', () => {
     await expect(
       withFence(pg.db, { tenantId: b.tenant.id, sessionId: a.session.id, fence }, async () => 'x'),
     ).rejects.toBeInstanceOf(StaleFenceError);
+  });
+
+  test('acquireFenceWithSession returns the row as the increment left it', async ({ pg }) => {
+    const { tenant, session } = await makeSessionWithTenant(pg.db);
+    const { fence, session: row } = await acquireFenceWithSession(pg.db, tenant.id, session.id);
+    expect(fence).toBe(1);
+    expect(row).toEqual(await getSession(pg.db, tenant.id, session.id));
+    await expect(acquireFenceWithSession(pg.db, tenant.id, 'ses_missing')).rejects.toBeInstanceOf(
+      NotFoundError,
+    );
+  });
+
+  test('a patch folded into the fence check writes with it, and nothing when stale', async ({ pg }) => {
+    const { tenant, session } = await makeSessionWithTenant(pg.db);
+    const old = await acquireFence(pg.db, tenant.id, session.id);
+    const f = { tenantId: tenant.id, sessionId: session.id, fence: old };
+    const step = (n: number) =>
+      withFence(
+        pg.db,
+        f,
+        async (trx, row) =>
+          createAssistantMessage(trx, {
+            tenantId: tenant.id,
+            sessionId: session.id,
+            id: `msg_step${n}`,
+            seq: row.lastSeq,
+            parentId: 'msg_x',
+            model: 'openai/gpt-4o-mini',
+            agent: 'build',
+          }),
+        {
+          allocateSeq: true,
+          stepCount: n,
+          status: { status: 'running' },
+          tokenRatio: 1.5,
+        },
+      );
+    const first = await step(1);
+    expect(first.seq).toBe(1);
+    expect((await step(2)).seq).toBe(2);
+    expect(await getSession(pg.db, tenant.id, session.id)).toMatchObject({
+      stepCount: 2,
+      status: 'running',
+      tokenRatio: 1.5,
+      lastSeq: 2,
+      fence: old,
+    });
+    await acquireFence(pg.db, tenant.id, session.id);
+    await expect(step(3)).rejects.toBeInstanceOf(StaleFenceError);
+    expect(await getSession(pg.db, tenant.id, session.id)).toMatchObject({ stepCount: 2, lastSeq: 2 });
+    expect((await loadHistory(pg.db, tenant.id, session.id)).map((m) => m.info.id)).toEqual([
+      'msg_step1',
+      'msg_step2',
+    ]);
+  });
+
+  test('appendUserMessageAndQueue: seq, wake-up, mid-run and parts in order; 404 for another tenant', async ({
+    pg,
+  }) => {
+    const { tenant, session } = await makeSessionWithTenant(pg.db);
+    const append = (tenantId: string, text: string) =>
+      appendUserMessageAndQueue(pg.db, {
+        tenantId,
+        sessionId: session.id,
+        parts: [
+          { type: 'text', text, tokens: 2 },
+          { type: 'file', url: 'https://example.com/a.png', mime: 'image/png', tokens: 0 },
+        ],
+        wakeFrom: ['idle', 'error'],
+        midRunIn: ['running', 'compacting', 'waiting'],
+      });
+    const first = await append(tenant.id, 'one');
+    expect(first?.statusChanged).toBe(true);
+    expect(first?.session).toMatchObject({ status: 'queued', lastSeq: 1 });
+    expect(first?.message.info).toMatchObject({ seq: 1, role: 'user', agent: session.agentName });
+    expect(first?.message.info).not.toHaveProperty('midRun');
+    const second = await append(tenant.id, 'two');
+    expect(second?.statusChanged).toBe(false);
+    await setSessionStatus(pg.db, tenant.id, session.id, 'running');
+    const third = await append(tenant.id, 'three');
+    expect(third?.statusChanged).toBe(false);
+    expect(third?.session.status).toBe('running');
+    expect(third?.message.info).toMatchObject({ seq: 3, midRun: true });
+    const other = await makeSessionWithTenant(pg.db);
+    expect(await append(other.tenant.id, 'not yours')).toBeUndefined();
+    const history = await loadHistory(pg.db, tenant.id, session.id);
+    expect(history.map((m) => m.info.seq)).toEqual([1, 2, 3]);
+    expect(history[0]!.parts.map((p) => p.type)).toEqual(['text', 'file']);
+    expect(history[0]).toEqual(first!.message);
+    expect((await getSession(pg.db, tenant.id, session.id))?.lastSeq).toBe(3);
   });
 });

@@ -5,12 +5,14 @@ import { pgTest as test } from '../../testkit/src/fixtures.ts';
 import { makeSession, makeTenant } from '../../testkit/src/index.ts';
 import {
   authenticateApiKey,
+  authenticateApiKeyCached,
   createApiKey,
   createSession,
   getAgent,
   getSession,
   getTenant,
   getTenantLimits,
+  getTenantLimitsCached,
   getToolsByName,
   hashApiKey,
   listApiKeys,
@@ -81,6 +83,46 @@ describe('api keys', () => {
       [keyId, true],
       [second.keyId, false],
     ]);
+  });
+
+  test('the auth cache: revoking or a limits change in this process applies at once; others within the TTL', async ({
+    pg,
+  }) => {
+    const { tenant, apiKey, keyId } = await makeTenant(pg.db);
+    const ttl = 60_000;
+    expect(await authenticateApiKeyCached(pg.db, apiKey, ttl)).toMatchObject({ keyId, limits: {} });
+    // A change this process did not make (another gateway's): served from the cache until the TTL.
+    await sql`update tenants set settings = '{"limits":{"requestsPerMinute":5}}' where id = ${tenant.id}`.execute(
+      pg.db,
+    );
+    expect((await authenticateApiKeyCached(pg.db, apiKey, ttl))?.limits).toEqual({});
+    expect((await authenticateApiKeyCached(pg.db, apiKey, 0))?.limits).toEqual({ requestsPerMinute: 5 });
+    // Through this process: at once.
+    await updateTenantLimits(pg.db, tenant.id, { requestsPerMinute: 7 });
+    expect((await authenticateApiKeyCached(pg.db, apiKey, ttl))?.limits).toEqual({ requestsPerMinute: 7 });
+    expect(await revokeApiKey(pg.db, tenant.id, keyId)).toBe(true);
+    expect(await authenticateApiKeyCached(pg.db, apiKey, ttl)).toBeUndefined();
+    // A key revoked by another process: refused once the TTL is over.
+    const second = await createApiKey(pg.db, tenant.id);
+    expect(await authenticateApiKeyCached(pg.db, second.apiKey, 50)).toBeDefined();
+    await sql`update api_keys set revoked_at = now() where id = ${second.keyId}`.execute(pg.db);
+    await new Promise((r) => setTimeout(r, 60));
+    expect(await authenticateApiKeyCached(pg.db, second.apiKey, 50)).toBeUndefined();
+  });
+
+  test("the worker's tenant limits cache: a change through this process applies at once", async ({ pg }) => {
+    const { tenant } = await makeTenant(pg.db);
+    expect(await getTenantLimitsCached(pg.db, tenant.id, 60_000)).toEqual({});
+    await sql`update tenants set settings = '{"limits":{"tokensPerMinute":9}}' where id = ${tenant.id}`.execute(
+      pg.db,
+    );
+    expect(await getTenantLimitsCached(pg.db, tenant.id, 60_000)).toEqual({}); // within the TTL
+    await updateTenantLimits(pg.db, tenant.id, { maxConcurrentSessions: 2 });
+    expect(await getTenantLimitsCached(pg.db, tenant.id, 60_000)).toEqual({
+      tokensPerMinute: 9,
+      maxConcurrentSessions: 2,
+    });
+    expect(await getTenantLimits(pg.db, tenant.id)).toEqual({ tokensPerMinute: 9, maxConcurrentSessions: 2 });
   });
 });
 

@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
 import type { KeySpace } from './keys.ts';
+import type { RedisClient } from './redis.ts';
 
 // Session control over Redis: the abort broadcast (pub/sub; every worker process listens and
 // cancels the step job it runs for the session) and the ids of the control jobs. The broadcast
@@ -8,7 +8,7 @@ import type { KeySpace } from './keys.ts';
 
 /** Publishes an abort of these sessions; returns how many worker processes heard it. */
 export async function publishAbort(
-  redis: Redis,
+  redis: RedisClient,
   keys: KeySpace,
   sessionIds: readonly string[],
 ): Promise<number> {
@@ -25,7 +25,7 @@ export interface AbortSubscription {
  * abort channel; `onAbort` gets the session ids of each broadcast. Resolves once subscribed.
  */
 export async function subscribeAborts(
-  connection: Redis,
+  connection: RedisClient,
   keys: KeySpace,
   onAbort: (sessionIds: string[]) => void,
 ): Promise<AbortSubscription> {

@@ -1,6 +1,6 @@
 import type { SessionEvent } from '@loopline/core';
-import type { Redis } from 'ioredis';
 import type { KeySpace } from './keys.ts';
+import type { RedisClient } from './redis.ts';
 
 // Session events: a Redis stream per session. Published after the PostgreSQL commit they
 // describe; the stream id is the SSE event id, so a client resumes with Last-Event-ID.
@@ -8,7 +8,7 @@ import type { KeySpace } from './keys.ts';
 const MAX_LEN = 10_000;
 
 export async function publishEvents(
-  redis: Redis,
+  redis: RedisClient,
   keys: KeySpace,
   sessionId: string,
   events: SessionEvent[],
@@ -28,7 +28,7 @@ export interface StreamedEvent {
 
 /** Events after `afterId` ('0' for all retained, '$' for only new ones), blocking up to blockMs. */
 export async function readEvents(
-  redis: Redis,
+  redis: RedisClient,
   keys: KeySpace,
   sessionId: string,
   afterId: string,
@@ -51,7 +51,7 @@ export async function readEvents(
 }
 
 /** The id of the newest event, or '0-0' when the stream is empty. */
-export async function lastEventId(redis: Redis, keys: KeySpace, sessionId: string): Promise<string> {
+export async function lastEventId(redis: RedisClient, keys: KeySpace, sessionId: string): Promise<string> {
   const entries = (await redis.xrevrange(keys.events(sessionId), '+', '-', 'COUNT', 1)) as [
     string,
     string[],

@@ -5,6 +5,7 @@ export * from './jobs.ts';
 export * from './keys.ts';
 export * from './lock.ts';
 export * from './producer.ts';
+export * from './redis.ts';
 export { lockScripts } from './scripts.ts';
 export * from './semaphore.ts';
 export * from './token-budget.ts';

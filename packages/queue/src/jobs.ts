@@ -79,6 +79,16 @@ export const BatchItemJob = z.object({
 });
 export type BatchItemJob = z.infer<typeof BatchItemJob>;
 
+/**
+ * The reconciler's periodic run (a BullMQ job scheduler, one run per period across all workers):
+ * re-wakes sessions whose status says work is due but that no job and no lock hold any more.
+ */
+export const ReconcileJob = z.object({
+  /** A session counts as stalled once its row has not changed for this long. */
+  afterMs: z.number().int().positive(),
+});
+export type ReconcileJob = z.infer<typeof ReconcileJob>;
+
 const retry = { attempts: 12, backoff: { type: 'exponential', delay: 250 } } as const;
 const keep = { removeOnComplete: { age: 86_400, count: 50_000 }, removeOnFail: { age: 7 * 86_400 } } as const;
 
@@ -94,6 +104,12 @@ export const JOBS = {
     queue: 'loopline-title',
     schema: TitleJob,
     options: { attempts: 3, backoff: { type: 'exponential', delay: 2_000 }, ...keep },
+  },
+  // One run per period; the next run is the retry. Keep a short history for Bull Board.
+  reconcile: {
+    queue: 'loopline-reconcile',
+    schema: ReconcileJob,
+    options: { attempts: 1, removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } },
   },
 } as const;
 export type JobKind = keyof typeof JOBS;

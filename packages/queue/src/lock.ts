@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.ts';
 import { lockScripts } from './scripts.ts';
 
 // SessionLock: one runner per session. A Redis key set with NX PX, renewed while the holder
@@ -23,7 +23,11 @@ export interface LockOptions {
   onLost?: (key: string) => void;
 }
 
-export async function acquireLease(redis: Redis, key: string, opts: LockOptions): Promise<Lease | null> {
+export async function acquireLease(
+  redis: RedisClient,
+  key: string,
+  opts: LockOptions,
+): Promise<Lease | null> {
   const owner = randomUUID();
   const ok = await redis.set(key, owner, 'PX', opts.ttlMs, 'NX');
   if (ok !== 'OK') return null;

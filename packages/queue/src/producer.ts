@@ -1,7 +1,7 @@
 import { FlowProducer, type JobsOptions, Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { JOBS, type JobData, type JobKind } from './jobs.ts';
 import type { KeySpace } from './keys.ts';
+import type { RedisClient } from './redis.ts';
 
 // Typed producers for every queue in the catalog.
 
@@ -13,7 +13,7 @@ export type Queues = { [K in JobKind]: Queue } & {
   flows(): FlowProducer;
 };
 
-export function createQueues(connection: Redis, keys: KeySpace): Queues {
+export function createQueues(connection: RedisClient, keys: KeySpace): Queues {
   const make = (kind: JobKind) =>
     new Queue(JOBS[kind].queue, {
       connection,

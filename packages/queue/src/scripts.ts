@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.ts';
 
 // Loads the Lua files next to this module as ioredis commands (EVALSHA with EVAL fallback).
 
@@ -13,9 +13,9 @@ export interface LockScripts {
   releaseLock(key: string, owner: string): Promise<number>;
 }
 
-const defined = new WeakSet<Redis>();
+const defined = new WeakSet<RedisClient>();
 
-export function lockScripts(redis: Redis): LockScripts {
+export function lockScripts(redis: RedisClient): LockScripts {
   if (!defined.has(redis)) {
     redis.defineCommand('llExtendLock', { numberOfKeys: 1, lua: load('extendLock-1.lua') });
     redis.defineCommand('llReleaseLock', { numberOfKeys: 1, lua: load('releaseLock-1.lua') });

@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
 import type { KeySpace } from './keys.ts';
+import type { RedisClient } from './redis.ts';
 import { loadLua } from './scripts.ts';
 
 // The tenant semaphore: at most `limit` sessions of a tenant run at once. A slot is a lease held
@@ -15,9 +15,9 @@ interface SlotCommands {
   llReleaseSlot(...args: (string | number)[]): Promise<[number, ...string[]]>;
 }
 
-const defined = new WeakSet<Redis>();
+const defined = new WeakSet<RedisClient>();
 
-function commands(redis: Redis): SlotCommands {
+function commands(redis: RedisClient): SlotCommands {
   if (!defined.has(redis)) {
     redis.defineCommand('llAcquireSlot', { numberOfKeys: 2, lua: loadLua('acquireSlot-2.lua') });
     redis.defineCommand('llExtendSlot', { numberOfKeys: 1, lua: loadLua('extendSlot-1.lua') });
@@ -47,7 +47,7 @@ export interface SlotAnswer {
 }
 
 /** Takes or refreshes the session's slot; refused when all `limit` slots are held by others. */
-export async function acquireSlot(redis: Redis, keys: KeySpace, req: SlotRequest): Promise<SlotAnswer> {
+export async function acquireSlot(redis: RedisClient, keys: KeySpace, req: SlotRequest): Promise<SlotAnswer> {
   const [ok, running] = await commands(redis).llAcquireSlot(
     keys.tenantSlots(req.tenantId),
     keys.tenantSlotWaiters(req.tenantId),
@@ -62,7 +62,7 @@ export async function acquireSlot(redis: Redis, keys: KeySpace, req: SlotRequest
 
 /** Renews a held slot; false when it had expired or was released. */
 export async function extendSlot(
-  redis: Redis,
+  redis: RedisClient,
   keys: KeySpace,
   tenantId: string,
   sessionId: string,
@@ -73,7 +73,7 @@ export async function extendSlot(
 
 /** Releases the session's slot (a no-op when it holds none) and pops up to `wake` waiters. */
 export async function releaseSlot(
-  redis: Redis,
+  redis: RedisClient,
   keys: KeySpace,
   tenantId: string,
   sessionId: string,
@@ -89,7 +89,7 @@ export async function releaseSlot(
 }
 
 /** Sessions holding an unexpired slot of the tenant (for status details and tests). */
-export async function slotHolders(redis: Redis, keys: KeySpace, tenantId: string): Promise<string[]> {
+export async function slotHolders(redis: RedisClient, keys: KeySpace, tenantId: string): Promise<string[]> {
   const [seconds, micros] = await redis.time();
   const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
   return redis.zrangebyscore(keys.tenantSlots(tenantId), now + 1, '+inf');
@@ -102,7 +102,7 @@ export interface SlotRenewal {
 
 /** Renews the session's slot every ttl/3 until stopped (a failed renewal is retried next tick). */
 export function renewSlot(
-  redis: Redis,
+  redis: RedisClient,
   keys: KeySpace,
   tenantId: string,
   sessionId: string,

@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
 import type { KeySpace } from './keys.ts';
+import type { RedisClient } from './redis.ts';
 import { loadLua } from './scripts.ts';
 
 // The tenant token budget: a counter per tenant per window (a minute by default, windows aligned
@@ -12,9 +12,9 @@ interface BudgetCommands {
   llReserveTokens(...args: (string | number)[]): Promise<[number, number]>;
 }
 
-const defined = new WeakSet<Redis>();
+const defined = new WeakSet<RedisClient>();
 
-function commands(redis: Redis): BudgetCommands {
+function commands(redis: RedisClient): BudgetCommands {
   if (!defined.has(redis)) {
     redis.defineCommand('llReserveTokens', { numberOfKeys: 1, lua: loadLua('reserveTokens-1.lua') });
     defined.add(redis);
@@ -34,7 +34,7 @@ export type ReserveAnswer =
   | { ok: false; used: number /** When the next window starts (epoch ms). */; resumesAt: number };
 
 export async function reserveTokens(
-  redis: Redis,
+  redis: RedisClient,
   keys: KeySpace,
   req: { tenantId: string; tokens: number; limit: number; windowMs: number; now: number },
 ): Promise<ReserveAnswer> {
@@ -52,7 +52,7 @@ export async function reserveTokens(
 
 /** Replaces a reservation by the tokens actually used (0 refunds it). */
 export async function settleTokens(
-  redis: Redis,
+  redis: RedisClient,
   keys: KeySpace,
   reservation: TokenReservation,
   actual: number,
@@ -70,7 +70,7 @@ export async function settleTokens(
 
 /** Tokens counted in the tenant's current window (for tests and status). */
 export async function tokensUsed(
-  redis: Redis,
+  redis: RedisClient,
   keys: KeySpace,
   tenantId: string,
   windowMs: number,

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { type Part, partTokens, type SessionEvent, type SessionStatus, type Tokenizer } from '@loopline/core';
 import {
   appendUserMessage,
+  appendUserMessageAndQueue,
   findIdempotentResponse,
   getSession,
   type SessionInfo,
@@ -20,7 +21,8 @@ import { RUNNING_STATUSES } from './model-view.ts';
 //
 // 1. Idempotency: a stored response for (tenant, session, key) is returned as is when the request
 //    hash matches (nothing is written; the wake job is re-added under its deterministic id, which
-//    is a no-op while it exists and repairs a wake lost between commit and enqueue), 409 when not.
+//    is a no-op while it exists and repairs a wake lost between commit and enqueue; a session with
+//    work due whose wake job has finished gets one more wake per fence: see wake()), 409 when not.
 // 2. One transaction: status idle|error → queued, the message and its parts, the idempotency row.
 //    A refusal (409) or a lost idempotency race rolls all of it back.
 // 3. After commit: the wake job, then the events. Events are a live view; a failed publish is
@@ -141,6 +143,45 @@ export async function appendAndWake(
   return { response, replayed: false };
 }
 
+/**
+ * POST …/messages without an Idempotency-Key: the session read, the status transition, the seq,
+ * the message and its parts in ONE statement (db appendUserMessageAndQueue) instead of 8–9 in a
+ * transaction. Unknown or another tenant's session: 404, nothing written. Then the wake job and
+ * the events, as above.
+ */
+export async function appendMessageAndWake(
+  deps: AppDeps,
+  log: FastifyBaseLogger,
+  input: { tenantId: string; sessionId: string; parts: UserPartInput[]; system?: string },
+): Promise<AppendResult> {
+  const { tenantId, sessionId } = input;
+  const committed = await appendUserMessageAndQueue(deps.db, {
+    tenantId,
+    sessionId,
+    parts: input.parts,
+    ...(input.system !== undefined ? { system: input.system } : {}),
+    wakeFrom: ['idle', 'error'],
+    midRunIn: RUNNING_STATUSES,
+  });
+  if (!committed) throw notFound('session', sessionId);
+  const { message, session, statusChanged } = committed;
+  const response: AcceptedMessage = { message, session: { id: sessionId, status: session.status } };
+  const messageId = message.info.id;
+  await wake(deps, log, tenantId, sessionId, messageId, session.kind);
+  const events: SessionEvent[] = [
+    { type: 'message.updated', message: message.info },
+    ...message.parts.map((part): SessionEvent => ({ type: 'part.updated', part })),
+  ];
+  if (statusChanged) events.push({ type: 'session.status', status: 'queued' });
+  try {
+    await publishEvents(deps.redis, deps.keys, sessionId, events);
+  } catch (err) {
+    log.warn({ err, tenantId, sessionId, messageId }, 'event publish failed');
+  }
+  log.info({ tenantId, sessionId, messageId, status: session.status }, 'user message appended');
+  return { response, replayed: false };
+}
+
 async function replayed(
   deps: AppDeps,
   log: FastifyBaseLogger,
@@ -156,7 +197,15 @@ async function replayed(
       { idempotencyKey: key },
     );
   const response = prior.response as AcceptedMessage;
-  await wake(deps, log, input.tenantId, input.session.id, response.message.info.id, input.session.kind);
+  await wake(
+    deps,
+    log,
+    input.tenantId,
+    input.session.id,
+    response.message.info.id,
+    input.session.kind,
+    input.session,
+  );
   log.info(
     { tenantId: input.tenantId, sessionId: input.session.id, idempotencyKey: key },
     'idempotent replay',
@@ -164,9 +213,30 @@ async function replayed(
   return { response, replayed: true };
 }
 
+/** Statuses in which a replay re-wakes the session: work is due, and the job for it may be gone. */
+const REWAKE_ON_REPLAY: readonly SessionStatus[] = ['queued', 'running', 'compacting'];
+
 /**
  * Adds the session's wake job. Deterministic id: a repeat collapses onto the existing job. A batch
  * session's jobs run after interactive ones (priority).
+ *
+ * An idempotent replay (`replay`: the session as read for this request) of a session that still
+ * has work due (queued, running, compacting) whose first wake job has already finished adds one
+ * more wake, under `wake-<session>-<message>-r<fence>`. The first id cannot do it: BullMQ keeps the
+ * completed job for a day and an add under its id is a no-op, so a session whose later job was
+ * lost (Redis restart, orphaned runner) would never move. While the first wake job is still
+ * pending (or gone altogether, with Redis), the plain id is right: it collapses onto it, or
+ * re-adds it. Why the fence, and not removing the completed job first or a random id:
+ * - every runner takes a new fence (PostgreSQL), so while the session is stuck its fence stands
+ *   still: concurrent and repeated replays collapse onto one job — it re-wakes exactly once more;
+ *   once that job has run, the fence has moved, and a replay after a later loss wakes it again;
+ * - remove-then-add is two steps another replay can interleave with, cannot remove an active
+ *   job, and erases the job record the inspector shows;
+ * - a replay that meets a live runner (the state read is a snapshot) costs one extra step job: it
+ *   waits for the lock, re-derives everything from the log and joins the runner's chain (the next
+ *   step's id derives from the step count), like the resume job a superseded runner leaves
+ *   (lease-runner.ts). Idle, error and waiting sessions need no wake (nothing is due, or a
+ *   client/subagent answer wakes them).
  */
 async function wake(
   deps: AppDeps,
@@ -175,11 +245,17 @@ async function wake(
   sessionId: string,
   messageId: string,
   kind: SessionInfo['kind'] = 'interactive',
+  replay?: Pick<SessionInfo, 'status' | 'fence'>,
 ) {
+  let jobId = jobIds.wake(sessionId, messageId);
   try {
+    if (replay && REWAKE_ON_REPLAY.includes(replay.status)) {
+      const first = await deps.queues.step.getJobState(jobId);
+      if (first === 'completed' || first === 'failed') jobId = `${jobId}-r${replay.fence}`;
+    }
     await deps.queues.add(
       'step',
-      jobIds.wake(sessionId, messageId),
+      jobId,
       { tenantId, sessionId, reason: 'message' },
       { priority: kind === 'batch' ? PRIORITY.batch : PRIORITY.interactive },
     );

@@ -1,6 +1,6 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { TenantLimits } from '@loopline/core';
-import { authenticateApiKey } from '@loopline/db';
+import { authenticateApiKeyCached } from '@loopline/db';
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { HttpError } from '../lib/http-error.ts';
@@ -13,7 +13,7 @@ import { HttpError } from '../lib/http-error.ts';
 export interface TenantContext {
   id: string;
   keyId: string;
-  /** The tenant's limits as stored now (read with the key on every request). */
+  /** The tenant's limits (read with the key; at most LOOPLINE_AUTH_CACHE_MS old, see AUTH_CACHE_MS). */
   limits: TenantLimits;
 }
 
@@ -39,11 +39,23 @@ export function tenantOf(request: FastifyRequest): TenantContext {
   return request.tenant;
 }
 
+/**
+ * How long a gateway process trusts a key it has checked (and its tenant's limits) before asking
+ * PostgreSQL again: a key revoked or limits changed through this process apply at once, through
+ * another gateway process within this bound (LOOPLINE_AUTH_CACHE_MS, 0 turns the cache off).
+ */
+const AUTH_CACHE_MS = cacheMs(process.env.LOOPLINE_AUTH_CACHE_MS, 2_000);
+
+function cacheMs(raw: string | undefined, fallback: number): number {
+  const n = raw === undefined || raw === '' ? fallback : Number(raw);
+  return Number.isFinite(n) && n >= 0 ? n : fallback;
+}
+
 export function tenantAuth(deps: GatewayDeps): onRequestAsyncHookHandler {
   return async (request, reply) => {
     const key = bearer(request.headers.authorization);
     if (!key) throw new HttpError('unauthorized', 'Missing API key: send Authorization: Bearer <api key>');
-    const auth = await authenticateApiKey(deps.db, key);
+    const auth = await authenticateApiKeyCached(deps.db, key, AUTH_CACHE_MS);
     if (!auth) throw new HttpError('unauthorized', 'Invalid or revoked API key');
     request.tenant = { id: auth.tenantId, keyId: auth.keyId, limits: auth.limits };
     // Every later log line of this request (including Fastify's own) carries the tenant.

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { SessionEvent } from '@loopline/core';
-import { lastEventId, readEvents } from '@loopline/queue';
+import { duplicateRedis, lastEventId, readEvents } from '@loopline/queue';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { HttpError } from '../lib/http-error.ts';
 import { loadSession } from '../lib/sessions.ts';
@@ -91,7 +91,7 @@ export const eventRoutes: FastifyPluginAsyncZod<EventRoutesOptions> = async (app
         );
 
       // Named so an operator (CLIENT LIST) can tell SSE readers apart.
-      const conn = deps.redis.duplicate({ connectionName: `loopline-sse-${session.id}` });
+      const conn = duplicateRedis(deps.redis, { connectionName: `loopline-sse-${session.id}` });
       const raw = reply.raw;
       let closed = false;
       const close = () => {

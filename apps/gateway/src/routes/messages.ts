@@ -1,12 +1,14 @@
 import { toModelMessages } from '@loopline/core';
 import { loadHistory, type UserPartInput } from '@loopline/db';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { appendAndWake, requestHash, withTokens } from '../lib/append.ts';
+import { appendAndWake, appendMessageAndWake, requestHash, withTokens } from '../lib/append.ts';
+import { notFound } from '../lib/http-error.ts';
 import { modelInput } from '../lib/model-view.ts';
 import { loadSession } from '../lib/sessions.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import {
   AcceptedMessage,
+  ID_PATTERN,
   IdempotencyHeaders,
   IdParam,
   MessagesQuery,
@@ -42,7 +44,9 @@ export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const tenantId = tenantOf(request).id;
-      const session = await loadSession(deps, tenantId, request.params.id);
+      const sessionId = request.params.id;
+      // Ids Loopline never hands out cannot exist: 404 without asking PostgreSQL (as loadSession).
+      if (!ID_PATTERN.test(sessionId)) throw notFound('session', sessionId);
       const body = request.body;
       const parts: UserPartInput[] = [{ type: 'text', text: body.text, tokens: 0 }];
       for (const f of body.files ?? [])
@@ -54,12 +58,23 @@ export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
           tokens: 0,
         });
       const key = request.headers['idempotency-key'];
+      if (key === undefined) {
+        // The common case in 4 statements: no session read before the transaction (lib/append.ts).
+        const { response } = await appendMessageAndWake(deps, request.log, {
+          tenantId,
+          sessionId,
+          parts: withTokens(parts, deps.tokenizer),
+          ...(body.system !== undefined ? { system: body.system } : {}),
+        });
+        return reply.status(202).send(response);
+      }
+      const session = await loadSession(deps, tenantId, sessionId);
       const { response } = await appendAndWake(deps, request.log, {
         tenantId,
         session,
         parts: withTokens(parts, deps.tokenizer),
         ...(body.system !== undefined ? { system: body.system } : {}),
-        ...(key !== undefined ? { idempotency: { key, requestHash: requestHash(body) } } : {}),
+        idempotency: { key, requestHash: requestHash(body) },
       });
       return reply.status(202).send(response);
     },

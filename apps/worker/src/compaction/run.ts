@@ -1,8 +1,9 @@
-import { type CompactionPart, compactionRange, isCompletedSummary } from '@loopline/core';
+import { type CompactionPart, compactionRange, errorData, isCompletedSummary } from '@loopline/core';
 import type { CompactionReason } from '@loopline/db';
 import { limitsFor } from '@loopline/llm';
 import { PRIORITY } from '@loopline/queue';
 import type { Logger } from 'pino';
+import { isUserAbort } from '../control/abort.ts';
 import type { WorkerDeps } from '../deps.ts';
 import { sessionPriority } from '../fairness/options.ts';
 import { workerJobIds } from '../job-ids.ts';
@@ -11,12 +12,16 @@ import type { SessionWriter } from '../session-writer.ts';
 import { commitCompaction, type NextMove } from './commit.ts';
 import { runLadder } from './ladder.ts';
 import type { SummaryModel } from './summarize.ts';
-import { openSummary, summaryMessageId } from './summary-message.ts';
+import { abandonSummary, openSummary, summaryMessageId } from './summary-message.ts';
 
 // One run of a compaction point, under the caller's session lease: load the log, find the
 // frozen range, open (or reopen) the one summary message, climb the ladder, commit, then wake
 // the loop when there is something for it to do. A point that already has a completed summary
 // only gets its follow-up step re-enqueued (the earlier run committed, then died).
+//
+// POST …/abort (control/abort.ts): the broadcast cancels this job's signal, which stops the
+// summary's model call; the run is then closed without a summary (abandonSummary) and the caller
+// ends the turn (`aborted`). A run that starts after an abort was recorded does not start at all.
 
 export interface RunCompactionInput {
   markerId: string;
@@ -29,11 +34,15 @@ export async function runCompaction(
   deps: WorkerDeps,
   writer: SessionWriter,
   input: RunCompactionInput,
-): Promise<NextMove | undefined> {
+): Promise<NextMove | 'aborted' | undefined> {
   const { tenantId, sessionId } = writer.ctx;
   const log = input.log.child({ compactionMessageId: input.markerId });
   const ctx = await loadContext(deps, tenantId, sessionId);
   if (!ctx) return undefined;
+  if (ctx.session.abortRequestedSeq !== null) {
+    log.info('abort requested before the compaction started; not compacting');
+    return 'aborted';
+  }
   const range = compactionRange(ctx.history, input.markerId);
   if (!range) {
     // Reverted, or older than the boundary (already summarised by a later compaction): nothing to
@@ -62,15 +71,23 @@ export async function runCompaction(
     job: input.job,
   });
   const started = Date.now();
-  const result = await runLadder(deps, {
-    ctx,
-    range,
-    model,
-    summaryMessageId: summaryId,
-    writer,
-    signal: input.signal,
-    log,
-  });
+  let result: Awaited<ReturnType<typeof runLadder>>;
+  try {
+    result = await runLadder(deps, {
+      ctx,
+      range,
+      model,
+      summaryMessageId: summaryId,
+      writer,
+      signal: input.signal,
+      log,
+    });
+  } catch (err) {
+    if (!isUserAbort(input.signal)) throw err;
+    await abandonSummary(writer, opened, errorData('AbortedError', 'the session was aborted'));
+    log.info({ durationMs: Date.now() - started }, 'compaction aborted');
+    return 'aborted';
+  }
   await deps.racepoint?.('compaction:before-commit');
   const next = await commitCompaction(writer, { ctx, range, opened, result, model: model.ref });
   deps.metrics?.compaction(result.rung, range.part.background ? 'background' : reasonOf(range.part));

@@ -1,11 +1,14 @@
-import { type AssistantMessage, derivedId, type Part } from '@loopline/core';
+import { type AssistantMessage, derivedId, type ErrorData, type Part } from '@loopline/core';
 import {
   type CompactionReason,
   createAssistantMessage,
+  finishCompaction,
+  finishStep,
   getMessage,
   setSessionStatus,
   startCompaction,
   startStep,
+  updateMessageInfo,
   updatePart,
 } from '@loopline/db';
 import type { SessionWriter } from '../session-writer.ts';
@@ -123,4 +126,33 @@ export async function ignoreSummaryParts(
     }
   });
   return updated.length;
+}
+
+/**
+ * Closes a run that will not finish (POST …/abort stopped its model call): the summary message
+ * gets `error` and no `finish`, so it is no boundary; whatever text streamed into it is marked
+ * `ignored` (no half summary ever reaches the model); the compaction record ends `failed` and the
+ * ledger row `aborted`, both with `error`. The compaction point stays pending: the next run of
+ * the loop (a new user message) runs it again, reusing this message.
+ */
+export async function abandonSummary(
+  writer: SessionWriter,
+  opened: OpenedSummary,
+  error: ErrorData,
+): Promise<void> {
+  const { tenantId } = writer.ctx;
+  await ignoreSummaryParts(writer, opened.message.id);
+  const now = Date.now();
+  const info: AssistantMessage = {
+    ...opened.message,
+    error,
+    time: { ...opened.message.time, completed: now },
+  };
+  delete info.finish;
+  await writer.write(async (trx, emit) => {
+    await updateMessageInfo(trx, tenantId, info);
+    await finishCompaction(trx, tenantId, opened.compactionId, { status: 'failed', error });
+    await finishStep(trx, tenantId, opened.ledgerId, { outcome: 'aborted', error });
+    emit({ type: 'message.updated', message: info });
+  });
 }

@@ -22,6 +22,7 @@ import {
 import {
   type AbortSubscription,
   controlJobIds,
+  duplicateRedis,
   jobIds,
   PRIORITY,
   publishAbort,
@@ -42,7 +43,8 @@ import { notifyParent } from './notify.ts';
 //    cancel function of the step job it runs (`SessionJobs`). A broadcast cancels that BullMQ job:
 //    its AbortSignal — combined with the lease's in withSessionLease — stops the model stream and
 //    the webhook calls at once; the step then ends the turn itself, under its own fence, keeping
-//    the text streamed so far.
+//    the text streamed so far. A summary compaction job is tracked the same way (worker.ts): its
+//    model call stops, the run is closed without a summary (compaction/run.ts) and it ends the turn.
 // 3. Ending the turn (`endAbortedTurn`, one fenced transaction): an unfinished reply gets
 //    AbortedError, running tools become interrupted, deferred calls (subagents, client tools) are
 //    interrupted too and their child sessions aborted; if no user message arrived after the
@@ -91,7 +93,7 @@ export class SessionJobs {
 
 /** Subscribes this process to the abort broadcast; close() on shutdown. */
 export function listenForAborts(deps: WorkerDeps, jobs: SessionJobs): { close(): Promise<void> } {
-  const connection = deps.redis.duplicate({ maxRetriesPerRequest: null });
+  const connection = duplicateRedis(deps.redis, { maxRetriesPerRequest: null });
   connection.on('error', (err) => deps.logger.warn({ err }, 'abort subscription connection error'));
   const subscribed: Promise<AbortSubscription | undefined> = subscribeAborts(connection, deps.keys, (ids) => {
     const n = jobs.cancel(ids);

@@ -1,7 +1,7 @@
 import type { Usage } from '@loopline/core';
 import {
   BATCH_CANCELLED_DETAIL,
-  getTenantLimits,
+  getTenantLimitsCached,
   isBatchItemCancelled,
   setSessionStatus,
 } from '@loopline/db';
@@ -50,7 +50,8 @@ export async function admitModelCall(
     return undefined;
   }
 
-  const limits = await getTenantLimits(deps.db, tenantId);
+  // Cached per process for TENANT_LIMITS_TTL_MS (1 s; a change through this process at once).
+  const limits = await getTenantLimitsCached(deps.db, tenantId);
   const budget = limits.tokensPerMinute ?? opts.tokensPerMinute;
   let reservation: TokenReservation | undefined;
   if (budget > 0) {

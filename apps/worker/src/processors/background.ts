@@ -4,6 +4,7 @@ import type { Job } from 'bullmq';
 import { backgroundSkipReason } from '../compaction/background.ts';
 import { appendCompactionMarker } from '../compaction/marker.ts';
 import { runCompaction } from '../compaction/run.ts';
+import { endAbortedTurn } from '../control/abort.ts';
 import type { WorkerDeps } from '../deps.ts';
 import { withSessionLease } from '../lease-runner.ts';
 import { loadContext } from '../session-context.ts';
@@ -41,12 +42,14 @@ export async function processBackground(
       });
       markerId = marker.info.id;
     }
-    await runCompaction(deps, writer, {
+    const outcome = await runCompaction(deps, writer, {
       markerId,
       signal,
       job: { id: job.id ?? 'unknown', attempt },
       log,
     });
+    // POST …/abort stopped it (the session showed `compacting`): end the turn as a step would.
+    if (outcome === 'aborted') await endAbortedTurn(deps, writer, log);
   });
 }
 

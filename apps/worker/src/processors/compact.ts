@@ -3,25 +3,29 @@ import { StaleFenceError } from '@loopline/db';
 import type { CompactJob } from '@loopline/queue';
 import type { Job } from 'bullmq';
 import { runCompaction } from '../compaction/run.ts';
+import { endAbortedTurn } from '../control/abort.ts';
 import type { WorkerDeps } from '../deps.ts';
 import { withSessionLease } from '../lease-runner.ts';
 import { failSession } from '../session-status.ts';
 
 // The compaction job (CONTEXT.md §5): one compaction point, under the session lease. The work is
 // compaction/run.ts; this shell adds the last-attempt rule: when BullMQ will not retry again, the
-// session ends with a typed CompactionError instead of staying `compacting` forever.
+// session ends with a typed CompactionError instead of staying `compacting` forever; and the
+// abort rule: POST …/abort stops the summary's model call (run.ts), then this job ends the turn
+// itself, under its own fence, like a step would (the session goes idle; the job completes).
 
 export async function processCompact(deps: WorkerDeps, job: Job<CompactJob>, token?: string): Promise<void> {
   await withSessionLease(deps, job, token, async ({ writer, signal, attempt }) => {
     const { tenantId, sessionId } = writer.ctx;
     const log = deps.logger.child({ tenantId, sessionId, jobId: job.id });
     try {
-      await runCompaction(deps, writer, {
+      const outcome = await runCompaction(deps, writer, {
         markerId: job.data.messageId,
         signal,
         job: { id: job.id ?? 'unknown', attempt },
         log,
       });
+      if (outcome === 'aborted') await endAbortedTurn(deps, writer, log);
     } catch (err) {
       if (signal.aborted || err instanceof StaleFenceError) throw err;
       if (attempt >= (job.opts.attempts ?? 1)) {

@@ -22,7 +22,12 @@ import { failSession, goIdle, setStatus } from '../session-status.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { type CallOutcome, callModel } from '../step/call-model.ts';
 import { closeInterrupted } from '../step/recover.ts';
-import { retryDelayMs, stepsThisTurn, trailingProviderErrors } from '../step/turn.ts';
+import {
+  retryDelayMs,
+  stepsThisTurn,
+  trailingInterruptedSteps,
+  trailingProviderErrors,
+} from '../step/turn.ts';
 import { enqueueCompact } from './prune.ts';
 import { enqueueTitle } from './title.ts';
 
@@ -32,10 +37,10 @@ import { enqueueTitle } from './title.ts';
 // needed one (pre-call estimate or provider rejection) to the prune job, which prunes first.
 
 export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: string): Promise<void> {
-  await withSessionLease(deps, job, token, async ({ writer, signal, attempt }) => {
+  await withSessionLease(deps, job, token, async ({ writer, signal, attempt, session: fenced }) => {
     const { tenantId, sessionId } = writer.ctx;
     const log = deps.logger.child({ tenantId, sessionId, jobId: job.id });
-    let ctx = await loadContext(deps, tenantId, sessionId);
+    let ctx = await loadContext(deps, tenantId, sessionId, fenced);
     if (!ctx) return;
     // Session control (control/): a recorded abort, answers of subagents, client-call timeouts.
     ctx = await applySessionControl(deps, writer, ctx, log);
@@ -55,6 +60,13 @@ export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: s
       const last = [...messages].reverse().find((m) => m.info.role === 'assistant')?.info;
       const error = last?.role === 'assistant' ? last.error : undefined;
       await failSession(writer, error ?? errorData('APIError', 'the model provider kept failing'));
+      return;
+    }
+    // Interrupted steps do not spend maxSteps (step/turn.ts); a step that kills its worker every
+    // time is bounded here instead.
+    const interrupted = trailingInterruptedSteps(messages);
+    if (interrupted >= (deps.maxInterruptedSteps ?? 10)) {
+      await failSession(writer, errorData('MaxInterruptionsReachedError', undefined, { interrupted }));
       return;
     }
 

@@ -8,6 +8,9 @@ import {
   messageTokens,
   newId,
   type Part,
+  TASK_TOOL_NAME,
+  type ToolConfig,
+  type ToolPart,
   toModelMessages,
   type Usage,
   type WithParts,
@@ -15,26 +18,26 @@ import {
 import {
   createAssistantMessage,
   finishStep,
-  insertPart,
   type SessionInfo,
-  setSessionStatus,
   startStep,
   updateMessageInfo,
-  updateSessionProgress,
 } from '@loopline/db';
 import { createModel, type LlmEvent, streamStep } from '@loopline/llm';
 import { isUserAbort } from '../control/abort.ts';
 import type { WorkerDeps } from '../deps.ts';
 import { secondsSince } from '../metrics.ts';
 import type { SessionWriter } from '../session-writer.ts';
-import { runTools } from '../tools/run-tools.ts';
+import { runTools, type ToolResultWrite, writeToolResult } from '../tools/run-tools.ts';
 import { overheadOf, type RequestShape } from './request.ts';
 import { StreamRecorder } from './stream-recorder.ts';
 
-// One model call: the assistant message and its step-start are written first, the stream is
-// persisted as it arrives, requested tools run, then the message is finished with its usage
-// and the step ledger row closed. Provider errors end the message with a typed error; the
-// caller decides whether to retry later, compact, or stop.
+// One model call in (at most) three fenced transactions: the assistant message, its step-start
+// and the ledger row first; the stream's parts after the stream, only when tools must run (the
+// runnable calls inserted as running, so they are running in PostgreSQL before they execute; a
+// stream longer than a second is also flushed meanwhile: stream-recorder.ts); then the finish
+// with the last tool result, the parts not written yet, the step-finish, the message's usage,
+// the ledger row and the session's usage/ratio. Provider errors end the message with a typed
+// error; the caller decides whether to retry later, compact, or stop.
 
 export type CallOutcome =
   | { type: 'continue'; usage?: Usage } // usage: as reported; the tenant token budget counts it
@@ -66,35 +69,44 @@ export async function callModel(
   const messageId = newId('msg');
   const stepId = newId('stp');
 
-  const assistant = await writer.write(async (trx, emit) => {
-    const msg = await createAssistantMessage(trx, {
-      tenantId,
-      sessionId,
-      id: messageId,
-      parentId: input.parentId,
-      model: agent.model,
-      agent: session.agentName,
-      step,
-    });
-    const stepStart: Part = { id: newId('prt'), sessionId, messageId, tokens: 0, type: 'step-start' };
-    await insertPart(trx, tenantId, stepStart);
-    await startStep(trx, {
-      id: stepId,
-      tenantId,
-      sessionId,
-      step,
-      kind: 'step',
-      jobId: input.job.id,
-      attempt: input.job.attempt,
-      fence: writer.ctx.fence,
-    });
-    await updateSessionProgress(trx, tenantId, sessionId, { stepCount: step });
-    if (session.status !== 'running') await setSessionStatus(trx, tenantId, sessionId, 'running', null, null);
-    emit({ type: 'message.updated', message: msg });
-    emit({ type: 'part.updated', part: stepStart });
-    if (session.status !== 'running') emit({ type: 'session.status', status: 'running' });
-    return msg;
-  });
+  // One transaction: the fence check also takes the message's seq, counts the step and sets the
+  // status (db withFence patch), then the message, its step-start and the step ledger row.
+  const starting = session.status !== 'running';
+  const stepStart: Part = { id: newId('prt'), sessionId, messageId, tokens: 0, type: 'step-start' };
+  const assistant = await writer.write(
+    async (trx, emit, row) => {
+      const msg = await createAssistantMessage(trx, {
+        tenantId,
+        sessionId,
+        id: messageId,
+        seq: row.lastSeq,
+        parentId: input.parentId,
+        model: agent.model,
+        agent: session.agentName,
+        step,
+        parts: [stepStart], // inserted with the message, one statement
+      });
+      await startStep(trx, {
+        id: stepId,
+        tenantId,
+        sessionId,
+        step,
+        kind: 'step',
+        jobId: input.job.id,
+        attempt: input.job.attempt,
+        fence: writer.ctx.fence,
+      });
+      emit({ type: 'message.updated', message: msg });
+      emit({ type: 'part.updated', part: stepStart });
+      if (starting) emit({ type: 'session.status', status: 'running' });
+      return msg;
+    },
+    {
+      allocateSeq: true,
+      stepCount: step,
+      ...(starting ? { status: { status: 'running' as const, detail: null, error: null } } : {}),
+    },
+  );
 
   const { system, toolConfigs } = input.shape;
   const toolDefs = input.lastStep ? [] : input.shape.tools;
@@ -104,7 +116,8 @@ export async function callModel(
   });
   if (input.lastStep) messages.push(maxStepsWrapUp());
 
-  const recorder = new StreamRecorder(writer, messageId, deps.tokenizer);
+  // Deferred: the parts are written in one transaction after the stream (below), not one by one.
+  const recorder = new StreamRecorder(writer, messageId, deps.tokenizer, { defer: true });
   let finish: { finish: AssistantMessage['finish']; usage: Usage; responseId?: string } | undefined;
   let failure: Extract<LlmEvent, { type: 'error' }>['error'] | undefined;
   await deps.racepoint?.('model:before-stream');
@@ -157,7 +170,10 @@ export async function callModel(
   await deps.racepoint?.('model:after-stream');
   if (input.signal.aborted) {
     // POST …/abort (not a lost lease): keep the text streamed so far; the step then closes the reply.
-    if (isUserAbort(input.signal)) await recorder.endAll();
+    if (isUserAbort(input.signal)) {
+      await recorder.endAll();
+      if (recorder.unwritten) await writer.write((trx, emit) => recorder.persist(trx, emit));
+    }
     return { type: 'lost' };
   }
   await recorder.endAll();
@@ -177,6 +193,7 @@ export async function callModel(
         error,
         time: { ...assistant.time, completed: Date.now() },
       };
+      await recorder.persist(trx, emit);
       await updateMessageInfo(trx, tenantId, info);
       await finishStep(trx, tenantId, stepId, { outcome: kind, error });
       emit({ type: 'message.updated', message: info });
@@ -186,7 +203,18 @@ export async function callModel(
     return { type: 'failed', error };
   }
 
-  await runTools(deps, writer, agent, recorder.tools, toolConfigs, input.signal);
+  // Tool calls to run: the stream's parts are written first, the runnable calls as running (they
+  // must be running in PostgreSQL before they execute). No tools: the parts go with the finish.
+  // The result of the call that finishes last is written with the finish (runTools `deferLast`),
+  // the others as soon as they are known.
+  let results: ToolResultWrite[] = [];
+  if (recorder.tools.some((t) => t.state.status === 'pending')) {
+    const running = (call: ToolPart) => !isDeferredCall(call, toolConfigs, agent);
+    await writer.write((trx, emit) => recorder.persist(trx, emit, { running }));
+    results = await runTools(deps, writer, agent, recorder.tools, toolConfigs, input.signal, {
+      deferLast: true,
+    });
+  }
   await deps.racepoint?.('tools:done');
 
   // What was sent, counted as the estimate counts it (pruned outputs as their placeholder).
@@ -195,35 +223,47 @@ export async function callModel(
     overheadOf(deps, system, toolDefs);
   const providerInput = finish.usage.input + finish.usage.cache.read + finish.usage.cache.write;
   const ratio = learnRatio(session.tokenRatio ?? familyPrior(agent.model), providerInput, sentTokens);
-  await writer.write(async (trx, emit) => {
-    const info: AssistantMessage = {
-      ...assistant,
-      finish: finish.finish,
-      usage: finish.usage,
-      time: { ...assistant.time, completed: Date.now() },
-    };
-    const stepFinish: Part = {
-      id: newId('prt'),
-      sessionId,
-      messageId,
-      tokens: 0,
-      type: 'step-finish',
-      reason: finish.finish ?? 'other',
-      usage: finish.usage,
-    };
-    await insertPart(trx, tenantId, stepFinish);
-    await updateMessageInfo(trx, tenantId, info);
-    await updateSessionProgress(trx, tenantId, sessionId, {
-      lastUsage: { usage: finish.usage, messageSeq: assistant.seq },
-      tokenRatio: ratio,
-    });
-    await finishStep(trx, tenantId, stepId, {
-      outcome: finish.finish ?? 'other',
-      usage: finish.usage,
-      responseId: finish.responseId,
-    });
-    emit({ type: 'part.updated', part: stepFinish });
-    emit({ type: 'message.updated', message: info });
-  });
+  // The finish: the fence check writes the session's progress; then the parts not written yet
+  // (a step without tools), the last tool result, the step-finish part, the message, the ledger.
+  await writer.write(
+    async (trx, emit) => {
+      for (const r of results) await writeToolResult(trx, emit, r);
+      const info: AssistantMessage = {
+        ...assistant,
+        finish: finish.finish,
+        usage: finish.usage,
+        time: { ...assistant.time, completed: Date.now() },
+      };
+      const stepFinish: Part = {
+        id: newId('prt'),
+        sessionId,
+        messageId,
+        tokens: 0,
+        type: 'step-finish',
+        reason: finish.finish ?? 'other',
+        usage: finish.usage,
+      };
+      // The stream's parts not written yet (a step without tools) and the step-finish: one INSERT.
+      await recorder.persist(trx, emit, { append: [stepFinish] });
+      await updateMessageInfo(trx, tenantId, info);
+      await finishStep(trx, tenantId, stepId, {
+        outcome: finish.finish ?? 'other',
+        usage: finish.usage,
+        responseId: finish.responseId,
+      });
+      emit({ type: 'message.updated', message: info });
+    },
+    { lastUsage: { usage: finish.usage, messageSeq: assistant.seq }, tokenRatio: ratio },
+  );
   return { type: 'continue', usage: finish.usage };
+}
+
+/** A call the step does not run itself (tools/deferred.ts: a subagent task, a client tool). */
+function isDeferredCall(
+  call: ToolPart,
+  tools: Map<string, ToolConfig>,
+  agent: SessionInfo['agent'],
+): boolean {
+  if (call.tool === TASK_TOOL_NAME && agent.tools.includes(TASK_TOOL_NAME)) return true;
+  return tools.get(call.tool)?.kind === 'client';
 }

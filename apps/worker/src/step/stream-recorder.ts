@@ -1,31 +1,70 @@
-import type { ReasoningPart, TextPart, Tokenizer, ToolPart } from '@loopline/core';
+import type { Part, ReasoningPart, SessionEvent, TextPart, Tokenizer, ToolPart } from '@loopline/core';
 import { countPart, newId } from '@loopline/core';
-import { insertPart, updatePart } from '@loopline/db';
+import { insertPart, insertParts, type Trx, updatePart } from '@loopline/db';
 import type { SessionWriter } from '../session-writer.ts';
 
-// Turns the model stream into persisted parts as it arrives: a part row is written when a
-// text/reasoning block or a tool call starts, deltas go to the event stream at once and to
-// PostgreSQL at most every FLUSH_MS (so a crash keeps the partial text), and the final text
-// is written with its token count when the block ends.
+// Turns the model stream into persisted parts. Deltas go to the event stream at once and to
+// PostgreSQL at most every FLUSH_MS (so a crash keeps the partial text of a long stream).
+//
+// Two modes:
+// - eager (the compaction's summary): a part row is written when a block or a tool call starts
+//   and again with its final text and token count when it ends, each in its own transaction;
+// - deferred (the step, `defer: true`): nothing is written while the stream runs except the
+//   periodic flush; the caller writes every part in one of its own transactions (`persist`):
+//   right after the stream when tools must run (runnable tools go in directly as `running`, which
+//   commits before any of them executes), else together with the message's finish. A runner that
+//   dies before that leaves an unfinished message without them: the next runner closes it as
+//   interrupted, exactly as a death between two eager writes would.
+// Either way parts are inserted in the order they started (parts.seq is history order).
 
 const FLUSH_MS = 1_000;
 
 type Streaming = TextPart | ReasoningPart;
 
+interface Entry {
+  part: Part;
+  /** The row exists (inserted by a flush or an eager write). */
+  persisted: boolean;
+  /** The row is behind `part`. */
+  dirty: boolean;
+}
+
+export interface PersistOptions {
+  /**
+   * Tool calls to insert as `running` (time.start = now) instead of `pending`: the calls this
+   * runner is about to execute itself (not the deferred ones: subagent tasks, client tools).
+   */
+  running?: (call: ToolPart) => boolean;
+  /** New parts of the message to insert after the stream's (e.g. the step-finish). */
+  append?: Part[];
+}
+
 export class StreamRecorder {
-  private readonly open = new Map<string, { part: Streaming; dirty: boolean }>();
-  readonly tools: ToolPart[] = [];
+  private readonly open = new Map<string, Entry>();
+  /** Every part of the stream, in the order it started. */
+  private readonly entries: Entry[] = [];
+  /** Tool calls in stream order (as persisted, once persist ran). */
+  tools: ToolPart[] = [];
   /** Ids of the text and reasoning parts written, in order (a discarded summary attempt ignores them). */
   readonly written: string[] = [];
   private lastFlush = Date.now();
+  /** Deferred mode: a part.updated of a block start, sent with the block's first delta. */
+  private pendingEvents: SessionEvent[] = [];
   private readonly writer: SessionWriter;
   private readonly messageId: string;
   private readonly tokenizer: Tokenizer;
+  private readonly defer: boolean;
 
-  constructor(writer: SessionWriter, messageId: string, tokenizer: Tokenizer) {
+  constructor(
+    writer: SessionWriter,
+    messageId: string,
+    tokenizer: Tokenizer,
+    opts: { defer?: boolean } = {},
+  ) {
     this.writer = writer;
     this.messageId = messageId;
     this.tokenizer = tokenizer;
+    this.defer = opts.defer === true;
   }
 
   private base() {
@@ -37,28 +76,38 @@ export class StreamRecorder {
       kind === 'text'
         ? { ...this.base(), type: 'text', text: '' }
         : { ...this.base(), type: 'reasoning', text: '' };
-    this.open.set(streamId, { part, dirty: false });
+    const entry: Entry = { part, persisted: false, dirty: true };
+    this.open.set(streamId, entry);
+    this.entries.push(entry);
     this.written.push(part.id);
+    if (this.defer) {
+      this.pendingEvents.push({ type: 'part.updated', part });
+      return;
+    }
     await this.writer.write(async (trx, emit) => {
       await insertPart(trx, this.writer.ctx.tenantId, part);
       emit({ type: 'part.updated', part });
     });
+    entry.persisted = true;
+    entry.dirty = false;
   }
 
   async delta(streamId: string, text: string): Promise<void> {
     const entry = this.open.get(streamId);
     if (!entry) return;
-    entry.part = { ...entry.part, text: entry.part.text + text };
+    const part = entry.part as Streaming;
+    entry.part = { ...part, text: part.text + text };
     entry.dirty = true;
-    await this.writer.publish([
-      {
-        type: 'part.delta',
-        messageId: this.messageId,
-        partId: entry.part.id,
-        field: entry.part.type === 'text' ? 'text' : 'reasoning',
-        delta: text,
-      },
-    ]);
+    const events = this.pendingEvents;
+    this.pendingEvents = [];
+    events.push({
+      type: 'part.delta',
+      messageId: this.messageId,
+      partId: part.id,
+      field: part.type === 'text' ? 'text' : 'reasoning',
+      delta: text,
+    });
+    await this.writer.publish(events);
     if (Date.now() - this.lastFlush >= FLUSH_MS) await this.flush();
   }
 
@@ -66,11 +115,15 @@ export class StreamRecorder {
     const entry = this.open.get(streamId);
     if (!entry) return;
     this.open.delete(streamId);
-    const part = countPart(entry.part, this.tokenizer);
+    entry.part = countPart(entry.part as Streaming, this.tokenizer);
+    entry.dirty = true;
+    if (this.defer) return;
+    const part = entry.part;
     await this.writer.write(async (trx, emit) => {
       await updatePart(trx, this.writer.ctx.tenantId, part);
       emit({ type: 'part.updated', part });
     });
+    entry.dirty = false;
   }
 
   /** Ends every block still open (a stream that stopped without its end events). */
@@ -78,8 +131,54 @@ export class StreamRecorder {
     for (const id of [...this.open.keys()]) await this.end(id);
   }
 
+  /** Deferred mode: true when some part is not in PostgreSQL as it is now. */
+  get unwritten(): boolean {
+    return this.entries.some((e) => e.dirty);
+  }
+
+  /**
+   * Deferred mode: writes every part not yet written as it is now, in the caller's transaction,
+   * in stream order, and emits their part.updated events. Runnable tool calls go in as running.
+   */
+  async persist(trx: Trx, emit: (e: SessionEvent) => void, opts: PersistOptions = {}): Promise<void> {
+    const now = Date.now();
+    const tenantId = this.writer.ctx.tenantId;
+    // New rows go in with one statement, in stream order (then `append`); rows a flush already
+    // inserted are updated. Inserted parts all come after the flushed ones (a flush writes every
+    // part started so far), so the order of parts.seq stays the stream's.
+    const inserts: Part[] = [];
+    const changed: Part[] = [];
+    for (const entry of this.entries) {
+      let part = entry.part;
+      if (part.type === 'tool' && part.state.status === 'pending' && opts.running?.(part)) {
+        part = { ...part, state: { status: 'running', input: part.state.input, time: { start: now } } };
+        entry.part = part;
+        entry.dirty = true;
+      }
+      if (!entry.dirty) continue;
+      changed.push(part);
+      if (entry.persisted) await updatePart(trx, tenantId, part);
+      else inserts.push(part);
+      entry.persisted = true;
+      entry.dirty = false;
+    }
+    const appended = opts.append ?? [];
+    await insertParts(trx, tenantId, [...inserts, ...appended]);
+    for (const part of [...changed, ...appended]) emit({ type: 'part.updated', part });
+    this.pendingEvents = [];
+    this.tools = this.entries.flatMap((e) => (e.part.type === 'tool' ? [e.part] : []));
+  }
+
   private async flush(): Promise<void> {
     this.lastFlush = Date.now();
+    if (this.defer) {
+      // Everything so far (in stream order, so a later insert cannot overtake an earlier part).
+      if (!this.unwritten) return;
+      await this.writer.write(async (trx, emit) => {
+        await this.persist(trx, emit);
+      });
+      return;
+    }
     const dirty = [...this.open.values()].filter((e) => e.dirty);
     if (dirty.length === 0) return;
     await this.writer.write(async (trx) => {
@@ -102,10 +201,15 @@ export class StreamRecorder {
       : { status: 'pending', input };
     const draft: ToolPart = { ...this.base(), type: 'tool', callId, tool, state };
     const part = countPart(draft, this.tokenizer);
+    const entry: Entry = { part, persisted: false, dirty: true };
+    this.entries.push(entry);
     this.tools.push(part);
+    if (this.defer) return;
     await this.writer.write(async (trx, emit) => {
       await insertPart(trx, this.writer.ctx.tenantId, part);
       emit({ type: 'part.updated', part });
     });
+    entry.persisted = true;
+    entry.dirty = false;
   }
 }

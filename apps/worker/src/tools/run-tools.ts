@@ -3,11 +3,12 @@ import {
   countPart,
   LooplineError,
   newId,
+  type SessionEvent,
   type ToolConfig,
   type ToolPart,
   truncateToolOutput,
 } from '@loopline/core';
-import { saveToolOutput, updatePart } from '@loopline/db';
+import { saveToolOutput, type Trx, updatePart } from '@loopline/db';
 import type { WorkerDeps } from '../deps.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { deferCall } from './deferred.ts';
@@ -25,15 +26,55 @@ export async function runTools(
   calls: ToolPart[],
   tools: Map<string, ToolConfig>,
   signal: AbortSignal,
-): Promise<void> {
+  opts: { deferLast?: boolean } = {},
+): Promise<ToolResultWrite[]> {
+  // `running` calls were inserted running by the step (it writes them before calling runTools).
+  const todo = calls.filter((c) => c.state.status === 'pending' || c.state.status === 'running');
+  // deferLast: the result of the call that finishes last (when every other call finished) is not
+  // written here but returned, for the caller's next transaction (the step's finish); the others
+  // are written as soon as they are known, so a long call never holds back a finished one.
+  const batch: Batch = { remaining: opts.deferLast ? todo.length : Number.POSITIVE_INFINITY, deferred: [] };
   // Every call settles before the step goes on (an abort must not leave one still writing).
   const settled = await Promise.allSettled(
-    calls
-      .filter((c) => c.state.status === 'pending')
-      .map((c) => runOne(deps, writer, agent, c, tools, signal)),
+    todo.map((c) => runOne(deps, writer, agent, c, tools, signal, batch)),
   );
   const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (failed) throw failed.reason;
+  return batch.deferred;
+}
+
+interface Batch {
+  remaining: number;
+  deferred: ToolResultWrite[];
+}
+
+/** A tool result to write: the part in its final state, and the full output when it was cut. */
+export interface ToolResultWrite {
+  tenantId: string;
+  sessionId: string;
+  part: ToolPart;
+  full?: { outputId: string; content: string; retentionDays: number };
+}
+
+/** Writes a tool result in the caller's fenced transaction. */
+export async function writeToolResult(
+  trx: Trx,
+  emit: (e: SessionEvent) => void,
+  r: ToolResultWrite,
+): Promise<void> {
+  if (r.full) {
+    await saveToolOutput(trx, {
+      id: r.full.outputId,
+      tenantId: r.tenantId,
+      sessionId: r.sessionId,
+      partId: r.part.id,
+      callId: r.part.callId,
+      content: r.full.content,
+      retentionDays: r.full.retentionDays,
+    });
+  }
+  await updatePart(trx, r.tenantId, r.part);
+  emit({ type: 'part.updated', part: r.part });
 }
 
 async function runOne(
@@ -43,17 +84,26 @@ async function runOne(
   call: ToolPart,
   tools: Map<string, ToolConfig>,
   signal: AbortSignal,
+  batch: Batch,
 ): Promise<void> {
   const { tenantId, sessionId } = writer.ctx;
-  // A subagent task or a client tool: marked running and left for later (session control).
-  if (!signal.aborted && (await deferCall(deps, writer, call, tools, agent))) return;
   const input = call.state.input;
-  const start = Date.now();
-  const running: ToolPart = { ...call, state: { status: 'running', input, time: { start } } };
-  await writer.write(async (trx, emit) => {
-    await updatePart(trx, tenantId, running);
-    emit({ type: 'part.updated', part: running });
-  });
+  let start: number;
+  if (call.state.status === 'running') {
+    start = call.state.time.start; // written running by the step, with its other parts
+  } else {
+    // A subagent task or a client tool: marked running and left for later (session control).
+    if (!signal.aborted && (await deferCall(deps, writer, call, tools, agent))) {
+      batch.remaining--;
+      return;
+    }
+    start = Date.now();
+    const running: ToolPart = { ...call, state: { status: 'running', input, time: { start } } };
+    await writer.write(async (trx, emit) => {
+      await updatePart(trx, tenantId, running);
+      emit({ type: 'part.updated', part: running });
+    });
+  }
   await deps.racepoint?.('tool:running');
 
   let result: ToolResult | undefined;
@@ -112,19 +162,17 @@ async function runOne(
     };
   }
   done = countPart(done, deps.tokenizer);
-  await writer.write(async (trx, emit) => {
-    if (full !== undefined && outputId) {
-      await saveToolOutput(trx, {
-        id: outputId,
-        tenantId,
-        sessionId,
-        partId: call.id,
-        callId: call.callId,
-        content: full,
-        retentionDays: agent.toolOutput.retentionDays,
-      });
-    }
-    await updatePart(trx, tenantId, done);
-    emit({ type: 'part.updated', part: done });
-  });
+  const write: ToolResultWrite = {
+    tenantId,
+    sessionId,
+    part: done,
+    ...(full !== undefined && outputId
+      ? { full: { outputId, content: full, retentionDays: agent.toolOutput.retentionDays } }
+      : {}),
+  };
+  if (--batch.remaining === 0) {
+    batch.deferred.push(write);
+    return;
+  }
+  await writer.write((trx, emit) => writeToolResult(trx, emit, write));
 }

@@ -57,6 +57,7 @@ export async function revokeApiKey(db: Db, tenantId: string, keyId: string): Pro
     .where('tenant_id', '=', tenantId)
     .where('revoked_at', 'is', null)
     .executeTakeFirst();
+  forgetKey(keyId);
   return result.numUpdatedRows > 0n;
 }
 
@@ -88,4 +89,44 @@ export async function authenticateApiKey(
     .executeTakeFirst();
   if (!row || row.revoked_at !== null) return undefined;
   return { tenantId: row.tenant_id, keyId: row.id, limits: tenantLimits(row.settings) };
+}
+
+export type ApiKeyAuth = { tenantId: string; keyId: string; limits: TenantLimits };
+
+// A gateway authenticates every request; keys and tenant limits change rarely. A valid key's
+// lookup is remembered per process for at most the TTL the caller passes (the gateway: 2 s,
+// LOOPLINE_AUTH_CACHE_MS). Revoking a key (revokeApiKey) or changing a tenant's limits
+// (updateTenantLimits) drops the entries at once in this process; another process honours it
+// within its TTL. Unknown and revoked keys are never remembered: a new key works at once.
+const AUTH_CACHE_MAX = 10_000;
+const authCache = new Map<string, { auth: ApiKeyAuth; expiresAt: number }>();
+
+/** authenticateApiKey with a per-process cache of valid keys (`ttlMs` 0: no cache). */
+export async function authenticateApiKeyCached(
+  db: Db,
+  apiKey: string,
+  ttlMs: number,
+): Promise<ApiKeyAuth | undefined> {
+  if (ttlMs <= 0) return authenticateApiKey(db, apiKey);
+  const hash = hashApiKey(apiKey);
+  const now = Date.now();
+  const hit = authCache.get(hash);
+  if (hit && hit.expiresAt > now) return hit.auth;
+  const auth = await authenticateApiKey(db, apiKey);
+  if (!auth) {
+    authCache.delete(hash);
+    return undefined;
+  }
+  if (authCache.size >= AUTH_CACHE_MAX) authCache.clear();
+  authCache.set(hash, { auth, expiresAt: now + ttlMs });
+  return auth;
+}
+
+function forgetKey(keyId: string): void {
+  for (const [hash, entry] of authCache) if (entry.auth.keyId === keyId) authCache.delete(hash);
+}
+
+/** Drops the cached keys of a tenant (its limits changed). */
+export function forgetTenantKeys(tenantId: string): void {
+  for (const [hash, entry] of authCache) if (entry.auth.tenantId === tenantId) authCache.delete(hash);
 }

@@ -4,6 +4,7 @@ import {
   type NewPart,
   newId,
   type Part,
+  type SessionStatus,
   type UserMessage,
   type WithParts,
 } from '@loopline/core';
@@ -11,8 +12,9 @@ import { sql } from 'kysely';
 import type { Db, Trx } from '../client.ts';
 import { NotFoundError } from '../errors.ts';
 import { toJson } from '../tables/columns.ts';
+import type { SessionRow } from '../tables/session.table.ts';
 import { withParts } from './history.ts';
-import { messageInfo, toMessage } from './mappers.ts';
+import { messageInfo, partData, type SessionInfo, toMessage, toSession } from './mappers.ts';
 import { insertPart } from './parts.ts';
 import { allocateSeq } from './seq.ts';
 
@@ -91,6 +93,17 @@ export interface CreateAssistantMessageInput {
   step?: number;
   summary?: boolean;
   now?: number;
+  /**
+   * A seq the caller already took for this message (withFence's `allocateSeq`, folded into the
+   * fence check). With it, `id` must be fresh (newId): no existing row is looked for first; an id
+   * conflict still returns the existing row.
+   */
+  seq?: number;
+  /**
+   * Parts to insert with the message, in the same statement (only with `seq`): new parts of this
+   * message (fresh ids), in order. Not inserted when the message already existed.
+   */
+  parts?: Part[];
 }
 
 /** Creates an assistant message, or returns the existing one with this id. */
@@ -98,11 +111,11 @@ export async function createAssistantMessage(
   trx: Trx,
   input: CreateAssistantMessageInput,
 ): Promise<AssistantMessage> {
-  if (input.id) {
+  if (input.id && input.seq === undefined) {
     const existing = await getMessageInfo(trx, input.tenantId, input.sessionId, input.id);
     if (existing) return asAssistant(existing);
   }
-  const seq = await allocateSeq(trx, input.tenantId, input.sessionId);
+  const seq = input.seq ?? (await allocateSeq(trx, input.tenantId, input.sessionId));
   const info: AssistantMessage = {
     id: input.id ?? newId('msg'),
     sessionId: input.sessionId,
@@ -115,7 +128,8 @@ export async function createAssistantMessage(
     ...(input.step !== undefined ? { step: input.step } : {}),
     ...(input.summary ? { summary: true } : {}),
   };
-  if (!(await insertMessage(trx, input.tenantId, info))) {
+  const inserted = await insertMessageWithParts(trx, input.tenantId, info, input.parts ?? []);
+  if (!inserted) {
     return asAssistant((await conflicting(trx, input.tenantId, input.sessionId, info.id)).info);
   }
   return info;
@@ -200,6 +214,35 @@ async function insertMessage(trx: Trx, tenantId: string, info: Message): Promise
   return rows.length > 0;
 }
 
+/** The message and its first parts in one statement (a CTE); false when the id existed. */
+async function insertMessageWithParts(
+  trx: Trx,
+  tenantId: string,
+  info: Message,
+  parts: readonly Part[],
+): Promise<boolean> {
+  if (parts.length === 0) return insertMessage(trx, tenantId, info);
+  const values = sql.join(
+    parts.map(
+      (p, i) =>
+        sql`(${i}::int, ${p.id}::text, ${p.type}::text, ${toJson(partData(p))}::jsonb, ${p.tokens}::int)`,
+    ),
+  );
+  const { rows } = await sql<{ id: string }>`
+    with m as (
+      insert into messages (id, tenant_id, session_id, seq, role, info)
+      values (${info.id}, ${tenantId}, ${info.sessionId}, ${info.seq}, ${info.role}, ${toJson(messageInfo(info))}::jsonb)
+      on conflict (id) do nothing
+      returning id, tenant_id, session_id
+    )
+    insert into parts (id, tenant_id, session_id, message_id, type, data, tokens)
+    select v.id, m.tenant_id, m.session_id, m.id, v.type, v.data, v.tokens
+    from m cross join (values ${values}) as v(ord, id, type, data, tokens)
+    order by v.ord
+    returning id`.execute(trx);
+  return rows.length > 0;
+}
+
 function messageRow(db: Db, tenantId: string, sessionId: string, messageId: string) {
   return db
     .selectFrom('messages')
@@ -230,4 +273,108 @@ async function conflicting(trx: Trx, tenantId: string, sessionId: string, id: st
 function asAssistant(message: Message): AssistantMessage {
   if (message.role !== 'assistant') throw new Error(`message ${message.id} is not an assistant message`);
   return message;
+}
+
+export interface AppendAndQueueInput {
+  tenantId: string;
+  sessionId: string;
+  system?: string;
+  synthetic?: boolean;
+  parts: UserPartInput[];
+  /** time.created in ms (default Date.now()). */
+  now?: number;
+  /** Statuses that become `queued` (the gateway: idle and error). */
+  wakeFrom: readonly SessionStatus[];
+  /** Statuses (after the wake-up) in which the message is marked midRun. */
+  midRunIn: readonly SessionStatus[];
+}
+
+export interface AppendAndQueueResult {
+  message: WithParts;
+  session: SessionInfo;
+  /** True when the status moved from one of `wakeFrom` to queued. */
+  statusChanged: boolean;
+}
+
+/**
+ * A user message with a fresh id, its parts and the session's wake-up in ONE statement (its own
+ * transaction, or the caller's): `prev` locks the session row (FOR UPDATE returns its newest
+ * committed version, so prev.status is the status this statement replaces even when a concurrent
+ * write committed while it waited); the UPDATE takes the next seq and moves wakeFrom → queued
+ * (under the row lock until commit: seq order is commit order, as allocateSeq); the message takes
+ * that seq, the session's agent name and midRun from the status after the wake-up; the parts
+ * follow in order. Undefined (nothing written) when the session is not this tenant's.
+ */
+export async function appendUserMessageAndQueue(
+  db: Db,
+  input: AppendAndQueueInput,
+): Promise<AppendAndQueueResult | undefined> {
+  if (input.parts.length === 0) throw new TypeError('a user message needs at least one part');
+  for (const part of input.parts) {
+    if (!USER_PART_TYPES.has(part.type))
+      throw new TypeError(`a user message cannot hold a ${part.type} part`);
+  }
+  const id = newId('msg');
+  const created = input.now ?? Date.now();
+  // The info without what the statement decides (agent, midRun); seq lives in its column.
+  const base = {
+    role: 'user' as const,
+    time: { created },
+    ...(input.system !== undefined ? { system: input.system } : {}),
+    ...(input.synthetic ? { synthetic: true } : {}),
+  };
+  const parts = input.parts.map(
+    ({ id: partId, ...rest }) =>
+      ({ ...rest, id: partId ?? newId('prt'), sessionId: input.sessionId, messageId: id }) as Part,
+  );
+  const list = (statuses: readonly SessionStatus[]) =>
+    statuses.length > 0 ? sql.join(statuses.map((st) => sql.lit(st))) : sql`null`;
+  const woken = sql<boolean>`prev.status in (${list(input.wakeFrom)})`;
+  const values = sql.join(
+    parts.map(
+      (p, i) =>
+        sql`(${i}::int, ${p.id}::text, ${p.type}::text, ${toJson(partData(p))}::jsonb, ${p.tokens}::int)`,
+    ),
+  );
+  const { rows } = await sql<SessionRow & { prev_status: SessionStatus }>`
+    with prev as (
+      select status from sessions where id = ${input.sessionId} and tenant_id = ${input.tenantId} for update
+    ), s as (
+      update sessions s set
+        last_seq = s.last_seq + 1,
+        status = case when ${woken} then 'queued' else s.status end,
+        status_detail = case when ${woken} then null else s.status_detail end,
+        error = case when ${woken} then null else s.error end,
+        updated_at = case when ${woken} then now() else s.updated_at end
+      from prev
+      where s.id = ${input.sessionId} and s.tenant_id = ${input.tenantId}
+      returning s.*, prev.status as prev_status
+    ), m as (
+      insert into messages (id, tenant_id, session_id, seq, role, info)
+      select ${id}, s.tenant_id, s.id, s.last_seq, 'user',
+        ${toJson(base)}::jsonb || jsonb_build_object('agent', s.agent_name)
+          || case when s.status in (${list(input.midRunIn)}) then '{"midRun":true}'::jsonb else '{}'::jsonb end
+      from s
+      returning id
+    ), p as (
+      insert into parts (id, tenant_id, session_id, message_id, type, data, tokens)
+      select v.id, ${input.tenantId}, ${input.sessionId}, m.id, v.type, v.data, v.tokens
+      from m cross join (values ${values}) as v(ord, id, type, data, tokens)
+      order by v.ord
+      returning id
+    )
+    select s.* from s`.execute(db);
+  const row = rows[0];
+  if (!row) return undefined;
+  const { prev_status: previous, ...sessionRow } = row;
+  const session = toSession(sessionRow as SessionRow);
+  const info: UserMessage = {
+    id,
+    sessionId: input.sessionId,
+    seq: session.lastSeq,
+    ...base,
+    agent: session.agentName,
+    ...(input.midRunIn.includes(session.status) ? { midRun: true } : {}),
+  };
+  return { message: { info, parts }, session, statusChanged: input.wakeFrom.includes(previous) };
 }

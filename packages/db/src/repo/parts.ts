@@ -59,3 +59,36 @@ export async function updatePart(trx: Trx, tenantId: string, part: Part): Promis
     .executeTakeFirst();
   if (result.numUpdatedRows === 0n) throw new NotFoundError('part', part.id);
 }
+
+/**
+ * Inserts new parts of one message in one statement, in the given order (parts.seq follows it):
+ * insertPart for several parts with fresh ids, joined to the message row like insertPart (a part
+ * can only join a message of the same tenant and session). Throws NotFoundError when a row is
+ * missing afterwards (unknown message, or an id that already existed: use insertPart to replay).
+ */
+export async function insertParts(trx: Trx, tenantId: string, parts: readonly Part[]): Promise<void> {
+  if (parts.length === 0) return;
+  if (parts.length === 1) {
+    await insertPart(trx, tenantId, parts[0]!);
+    return;
+  }
+  const messageId = parts[0]!.messageId;
+  const sessionId = parts[0]!.sessionId;
+  if (parts.some((p) => p.messageId !== messageId || p.sessionId !== sessionId))
+    throw new TypeError('insertParts takes the parts of one message');
+  const values = sql.join(
+    parts.map(
+      (p, i) =>
+        sql`(${i}::int, ${p.id}::text, ${p.type}::text, ${toJson(partData(p))}::jsonb, ${p.tokens}::int)`,
+    ),
+  );
+  const { rows } = await sql<{ id: string }>`
+    insert into parts (id, tenant_id, session_id, message_id, type, data, tokens)
+    select v.id, m.tenant_id, m.session_id, m.id, v.type, v.data, v.tokens
+    from messages m cross join (values ${values}) as v(ord, id, type, data, tokens)
+    where m.id = ${messageId} and m.tenant_id = ${tenantId} and m.session_id = ${sessionId}
+    order by v.ord
+    on conflict (id) do nothing
+    returning id`.execute(trx);
+  if (rows.length !== parts.length) throw new NotFoundError('message', messageId);
+}

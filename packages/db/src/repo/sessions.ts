@@ -169,13 +169,8 @@ export interface SessionProgress {
   title?: string | null;
 }
 
-/** Writes the given progress fields (absent keys stay as they are). Call inside withFence. */
-export async function updateSessionProgress(
-  trx: Trx,
-  tenantId: string,
-  sessionId: string,
-  patch: SessionProgress,
-): Promise<void> {
+/** The SET clause of a progress patch (updated_at always; absent keys untouched). */
+export function progressSet(patch: SessionProgress): UpdateObject<DB, 'sessions'> {
   const set: UpdateObject<DB, 'sessions'> = { updated_at: sql<Date>`now()` };
   if (patch.stepCount !== undefined) set.step_count = patch.stepCount;
   if (patch.boundarySeq !== undefined) set.boundary_seq = patch.boundarySeq;
@@ -184,6 +179,17 @@ export async function updateSessionProgress(
   if (patch.compactionCount !== undefined) set.compaction_count = patch.compactionCount;
   if (patch.lastCompactionAt !== undefined) set.last_compaction_at = patch.lastCompactionAt;
   if (patch.title !== undefined) set.title = patch.title;
+  return set;
+}
+
+/** Writes the given progress fields (absent keys stay as they are). Call inside withFence. */
+export async function updateSessionProgress(
+  trx: Trx,
+  tenantId: string,
+  sessionId: string,
+  patch: SessionProgress,
+): Promise<void> {
+  const set = progressSet(patch);
   const result = await trx
     .updateTable('sessions')
     .set(set)

@@ -7,7 +7,7 @@ import {
 } from '@loopline/core';
 import type { Db } from '../client.ts';
 import { toJson } from '../tables/columns.ts';
-import { createApiKey } from './api-keys.ts';
+import { createApiKey, forgetTenantKeys } from './api-keys.ts';
 import { type TenantInfo, toTenant } from './mappers.ts';
 
 // Tenants: created together with their first API key (the only time the key is shown), and their
@@ -42,7 +42,7 @@ export async function updateTenantLimits(
   tenantId: string,
   patch: TenantLimitsPatch,
 ): Promise<TenantInfo | undefined> {
-  return db.transaction().execute(async (trx) => {
+  const result = await db.transaction().execute(async (trx) => {
     const row = await trx
       .selectFrom('tenants')
       .select('settings')
@@ -59,10 +59,37 @@ export async function updateTenantLimits(
       .executeTakeFirstOrThrow();
     return toTenant(updated);
   });
+  // This process sees the change at once; other processes within their cache TTL (below).
+  limitsCache.delete(tenantId);
+  forgetTenantKeys(tenantId);
+  return result;
 }
 
 /** The tenant's limits ({} when it sets none, or is unknown). */
 export async function getTenantLimits(db: Db, tenantId: string): Promise<TenantLimits> {
   const row = await db.selectFrom('tenants').select('settings').where('id', '=', tenantId).executeTakeFirst();
   return tenantLimits(row?.settings);
+}
+
+// The worker reads a tenant's limits before every model call. They change rarely (PATCH
+// /v1/admin/tenants/:id), so a worker keeps them for TENANT_LIMITS_TTL_MS: a change made by
+// updateTenantLimits in the same process applies at once, one made by another process (the
+// gateway) within that TTL — the same order of delay the slot semaphore already tolerates.
+export const TENANT_LIMITS_TTL_MS = 1_000;
+const LIMITS_CACHE_MAX = 10_000;
+const limitsCache = new Map<string, { limits: TenantLimits; expiresAt: number }>();
+
+/** getTenantLimits, remembered for `ttlMs` per process (see TENANT_LIMITS_TTL_MS). */
+export async function getTenantLimitsCached(
+  db: Db,
+  tenantId: string,
+  ttlMs: number = TENANT_LIMITS_TTL_MS,
+): Promise<TenantLimits> {
+  const now = Date.now();
+  const hit = limitsCache.get(tenantId);
+  if (hit && hit.expiresAt > now) return hit.limits;
+  const limits = await getTenantLimits(db, tenantId);
+  if (limitsCache.size >= LIMITS_CACHE_MAX) limitsCache.clear();
+  limitsCache.set(tenantId, { limits, expiresAt: now + ttlMs });
+  return limits;
 }

@@ -1,0 +1,261 @@
+import { filterCompacted, pendingCompaction, type SessionStatus } from '@loopline/core';
+import { getSession, listStalledSessions, loadHistory, type StalledSession } from '@loopline/db';
+import { JOBS, type ReconcileJob } from '@loopline/queue';
+import type { Job, JobType } from 'bullmq';
+import type { WorkerDeps } from './deps.ts';
+import { sessionPriority } from './fairness/options.ts';
+
+// The reconciler: the safety net for sessions that say work is due but that nothing will ever
+// move again. A Redis restart without persistence loses every BullMQ job and session lock, and a
+// runner can be superseded by one that then dies: such a session stays queued, running or
+// compacting in PostgreSQL forever, until a client happens to write to it.
+//
+// A BullMQ job scheduler (one run per period across all worker processes) runs reconcileOnce:
+//   1. PostgreSQL: sessions in an active status whose row has not changed for `afterMs` (every
+//      fenced write, status change and fence acquisition bumps updated_at);
+//   2. Redis: drop those whose session lock is held (a runner is alive, e.g. in a long tool call)
+//      or that have a pending job in the loop's queues (waiting, delayed for a busy lock, a tenant
+//      slot or a provider backoff, or active);
+//   3. the rest get one job, under `reconcile-<session>-f<fence>`: a compacting session whose
+//      compaction marker has no summary yet gets its compaction job, any other a `resume` step.
+//
+// Why this is safe: a job carries ids only and re-derives everything from the log under the
+// session lock and a new fence (a spurious wake finds the loop going or done and joins or exits,
+// like the resume job a superseded runner leaves, lease-runner.ts). The id carries the fence, which
+// every runner increments: repeated or overlapping reconciler runs collapse onto one job while the
+// session is stuck, and once that job has run the fence has moved, so a later loss is healed
+// again. The scheduler lives in Redis too, so every worker re-registers it when it starts, when
+// its Redis connection comes back, and whenever a periodic check finds it gone (startReconciler).
+
+/** Statuses in which a job or a lock holder must exist. `waiting` is woken by answers, `idle`/`error` by messages. */
+export const RECONCILED_STATUSES: readonly SessionStatus[] = ['queued', 'running', 'compacting'];
+
+/** The job scheduler's id (one per namespace: queue keys carry the namespace prefix). */
+export const RECONCILE_SCHEDULER_ID = 'reconcile';
+
+/** The loop's queues: a pending job in one of them will move the session. */
+const LOOP_QUEUES = ['step', 'compact', 'prune'] as const;
+const PENDING: JobType[] = ['active', 'wait', 'prioritized', 'delayed', 'waiting-children'];
+
+export interface ReconcileOptions {
+  /** Period of the scheduler; 0 turns the reconciler off (the scheduler is removed). */
+  intervalMs: number;
+  /** How long a session's row must be unchanged before it is a candidate. */
+  afterMs: number;
+}
+
+/** LOOPLINE_RECONCILE_INTERVAL_MS (30 s) and LOOPLINE_RECONCILE_AFTER_MS (2 × the lock TTL). */
+export function reconcileOptionsFromEnv(env: NodeJS.ProcessEnv, lockTtlMs: number): ReconcileOptions {
+  const num = (name: string, fallback: number) => {
+    const v = env[name];
+    if (v === undefined || v === '') return fallback;
+    const n = Number.parseInt(v, 10);
+    return Number.isFinite(n) && n >= 0 ? n : fallback;
+  };
+  return {
+    intervalMs: num('LOOPLINE_RECONCILE_INTERVAL_MS', 30_000),
+    afterMs: Math.max(1, num('LOOPLINE_RECONCILE_AFTER_MS', 2 * lockTtlMs)),
+  };
+}
+
+/** The reconciler's job id for a session at a fence (ids never contain ':'). */
+export const reconcileJobId = (sessionId: string, fence: number) => `reconcile-${sessionId}-f${fence}`;
+
+/**
+ * The session a loop job is for, from its id: every id of the catalog names its session first
+ * (`step-<ses>-…`, `wake-<ses>-…`, `child-<parent>-<child>-…`). Undefined for any other id.
+ */
+export function sessionOfJobId(jobId: string): string | undefined {
+  return /\bses_[0-9a-z]+/.exec(jobId)?.[0];
+}
+
+export interface ReconcileResult {
+  /** Stalled in PostgreSQL. */
+  candidates: number;
+  locked: number;
+  pending: number;
+  /** Moved on between the read and the wake (status or fence changed). */
+  moved: number;
+  woken: Array<{
+    tenantId: string;
+    sessionId: string;
+    status: SessionStatus;
+    queue: 'step' | 'compact';
+    jobId: string;
+  }>;
+}
+
+/** One reconciler pass (the scheduler's job; tests call it directly). */
+export async function reconcileOnce(
+  deps: WorkerDeps,
+  opts: { afterMs: number; limit?: number },
+): Promise<ReconcileResult> {
+  const result: ReconcileResult = { candidates: 0, locked: 0, pending: 0, moved: 0, woken: [] };
+  const stalled = await listStalledSessions(deps.db, {
+    statuses: RECONCILED_STATUSES,
+    idleForMs: opts.afterMs,
+    ...(opts.limit !== undefined ? { limit: opts.limit } : {}),
+  });
+  result.candidates = stalled.length;
+  if (stalled.length === 0) return result;
+
+  // Locks first, then jobs: a runner takes the lock before its job leaves the active list, and
+  // enqueues its follow-up before it releases the lock, so one of the two is always visible.
+  // One EXISTS per session, not a pipeline: under Redis Cluster the lock keys live on different slots.
+  const locked = await Promise.all(
+    // An error counts as unlocked: a spurious wake is harmless.
+    stalled.map((s) => deps.redis.exists(deps.keys.lock(s.sessionId)).catch(() => 0)),
+  );
+  const unlocked = stalled.filter((_, i) => locked[i] !== 1);
+  result.locked = stalled.length - unlocked.length;
+  if (unlocked.length === 0) return result;
+
+  // Job ids only (no job hashes): one range read per queue.
+  const pending = new Set<string>();
+  for (const kind of LOOP_QUEUES)
+    for (const id of await deps.queues[kind].getRanges(PENDING, 0, -1)) {
+      const sid = sessionOfJobId(id);
+      if (sid) pending.add(sid);
+    }
+
+  for (const s of unlocked) {
+    if (pending.has(s.sessionId)) {
+      result.pending++;
+      continue;
+    }
+    try {
+      const woken = await wakeStalled(deps, s);
+      if (woken) result.woken.push(woken);
+      else result.moved++;
+    } catch (err) {
+      deps.logger.warn(
+        { err, tenantId: s.tenantId, sessionId: s.sessionId },
+        'reconciler could not wake a session',
+      );
+    }
+  }
+  return result;
+}
+
+async function wakeStalled(
+  deps: WorkerDeps,
+  s: StalledSession,
+): Promise<ReconcileResult['woken'][number] | undefined> {
+  const { tenantId, sessionId } = s;
+  // Re-read: a runner that started since the scan bumped the fence (or the status changed).
+  const now = await getSession(deps.db, tenantId, sessionId);
+  if (!now || now.fence !== s.fence || !RECONCILED_STATUSES.includes(now.status)) return undefined;
+  const jobId = reconcileJobId(sessionId, s.fence);
+  const priority = sessionPriority(now);
+  let queue: 'step' | 'compact' = 'step';
+  if (now.status === 'compacting') {
+    // Its compaction job was lost: re-add it when the marker is there. Without a marker the prune
+    // pass before it was lost; the step re-decides (and asks for the compaction again if needed).
+    const history = await loadHistory(deps.db, tenantId, sessionId, { fromSeq: now.boundarySeq });
+    const marker = pendingCompaction(filterCompacted(history));
+    if (marker) {
+      queue = 'compact';
+      await deps.queues.add(
+        'compact',
+        jobId,
+        { tenantId, sessionId, messageId: marker.message.info.id },
+        { priority },
+      );
+    }
+  }
+  if (queue === 'step')
+    await deps.queues.add('step', jobId, { tenantId, sessionId, reason: 'resume' }, { priority });
+  deps.logger.warn(
+    { tenantId, sessionId, status: now.status, fence: s.fence, jobId, queue: JOBS[queue].queue },
+    'reconciler re-woke a stalled session',
+  );
+  return { tenantId, sessionId, status: now.status, queue, jobId };
+}
+
+/** The scheduler's processor. */
+export async function processReconcile(deps: WorkerDeps, job: Job<ReconcileJob>): Promise<void> {
+  let result: ReconcileResult;
+  try {
+    result = await reconcileOnce(deps, { afterMs: job.data.afterMs });
+  } catch (err) {
+    // PostgreSQL or Redis unavailable: the next period's run tries again (no failed job to retry).
+    deps.logger.warn({ err, jobId: job.id }, 'reconciler pass failed');
+    return;
+  }
+  if (result.candidates > 0)
+    deps.logger.info(
+      {
+        jobId: job.id,
+        candidates: result.candidates,
+        locked: result.locked,
+        pending: result.pending,
+        moved: result.moved,
+        woken: result.woken.length,
+      },
+      'reconciler pass',
+    );
+}
+
+export interface Reconciler {
+  /** Registers the scheduler when it is missing (what the periodic check and a reconnect call). */
+  ensure(): Promise<void>;
+  stop(): void;
+}
+
+/**
+ * Registers the reconciler's job scheduler (upsertJobScheduler: BullMQ creates one job per period
+ * whatever the number of workers) and keeps it registered: a Redis restart without persistence
+ * wipes it with everything else, so this process re-registers it when its Redis connection is
+ * ready again and, in case it missed that, whenever a check every interval finds it gone.
+ * intervalMs 0 removes the scheduler.
+ */
+export async function startReconciler(deps: WorkerDeps, opts: ReconcileOptions): Promise<Reconciler> {
+  const queue = deps.queues.reconcile;
+  if (opts.intervalMs <= 0) {
+    await queue.removeJobScheduler(RECONCILE_SCHEDULER_ID).catch(() => undefined);
+    return { ensure: async () => undefined, stop: () => undefined };
+  }
+  const data: ReconcileJob = { afterMs: opts.afterMs };
+  const upsert = () =>
+    queue.upsertJobScheduler(
+      RECONCILE_SCHEDULER_ID,
+      { every: opts.intervalMs },
+      { name: 'reconcile', data, opts: { ...JOBS.reconcile.options } },
+    );
+  let busy = false;
+  const ensure = async () => {
+    if (busy) return;
+    busy = true;
+    try {
+      const current = await queue.getJobScheduler(RECONCILE_SCHEDULER_ID);
+      if (
+        !current ||
+        current.every !== opts.intervalMs ||
+        (current.template?.data as ReconcileJob | undefined)?.afterMs !== opts.afterMs
+      ) {
+        await upsert();
+        deps.logger.info(
+          { intervalMs: opts.intervalMs, afterMs: opts.afterMs, missing: !current },
+          'reconciler scheduled',
+        );
+      }
+    } catch (err) {
+      deps.logger.debug({ err }, 'reconciler scheduler check failed (Redis unavailable?)');
+    } finally {
+      busy = false;
+    }
+  };
+  // Never fatal at start: with Redis down now, the 'ready' handler and the timer register it later.
+  await ensure();
+  const onReady = () => void ensure();
+  deps.redis.on('ready', onReady);
+  const timer = setInterval(() => void ensure(), opts.intervalMs);
+  timer.unref();
+  return {
+    ensure,
+    stop: () => {
+      clearInterval(timer);
+      deps.redis.off('ready', onReady);
+    },
+  };
+}

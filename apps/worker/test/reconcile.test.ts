@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { reconcileJobId, reconcileOptionsFromEnv, sessionOfJobId } from '../src/reconcile.ts';
+
+// The reconciler's pure parts: its configuration, its job ids, and which session a job id is for.
+
+describe('reconcileOptionsFromEnv', () => {
+  it('defaults to a 30 s period and 2 lock TTLs', () => {
+    expect(reconcileOptionsFromEnv({}, 15_000)).toEqual({ intervalMs: 30_000, afterMs: 30_000 });
+  });
+
+  it('reads LOOPLINE_RECONCILE_INTERVAL_MS (0: off) and LOOPLINE_RECONCILE_AFTER_MS, ignoring junk', () => {
+    expect(
+      reconcileOptionsFromEnv(
+        { LOOPLINE_RECONCILE_INTERVAL_MS: '0', LOOPLINE_RECONCILE_AFTER_MS: '5000' },
+        2000,
+      ),
+    ).toEqual({ intervalMs: 0, afterMs: 5000 });
+    expect(
+      reconcileOptionsFromEnv(
+        { LOOPLINE_RECONCILE_INTERVAL_MS: 'x', LOOPLINE_RECONCILE_AFTER_MS: '-1' },
+        2000,
+      ),
+    ).toEqual({ intervalMs: 30_000, afterMs: 4000 });
+  });
+});
+
+describe('job ids', () => {
+  it('one reconciler job per session and fence, without ":"', () => {
+    expect(reconcileJobId('ses_abc123', 7)).toBe('reconcile-ses_abc123-f7');
+    expect(reconcileJobId('ses_abc123', 7)).not.toContain(':');
+  });
+
+  it('finds the session a loop job is for: the first session id in its id', () => {
+    expect(sessionOfJobId('step-ses_0mwsd72i7000seazzduyh9-12')).toBe('ses_0mwsd72i7000seazzduyh9');
+    expect(sessionOfJobId('wake-ses_a1-msg_b2-r3')).toBe('ses_a1');
+    expect(sessionOfJobId('child-ses_parent1-ses_child2-4')).toBe('ses_parent1');
+    expect(sessionOfJobId(reconcileJobId('ses_x9', 2))).toBe('ses_x9');
+    expect(sessionOfJobId('repeat:reconcile:1700000000000')).toBeUndefined();
+  });
+});
