@@ -221,6 +221,7 @@ CREATE UNIQUE INDEX messages_pkey ON public.messages USING btree (id);
 CREATE UNIQUE INDEX messages_session_seq_idx ON public.messages USING btree (session_id, seq);
 CREATE INDEX parts_message_idx ON public.parts USING btree (message_id, seq);
 CREATE UNIQUE INDEX parts_pkey ON public.parts USING btree (id);
+CREATE INDEX sessions_active_updated_at_idx ON public.sessions USING btree (updated_at, id) WHERE (status = ANY (ARRAY['queued'::text, 'running'::text, 'compacting'::text]));
 CREATE INDEX sessions_parent_idx ON public.sessions USING btree (parent_session_id) WHERE (parent_session_id IS NOT NULL);
 CREATE UNIQUE INDEX sessions_pkey ON public.sessions USING btree (id);
 CREATE INDEX sessions_tenant_idx ON public.sessions USING btree (tenant_id, created_at, id);

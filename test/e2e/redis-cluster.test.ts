@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clusterUnavailable, type PrivateCluster, startRedisCluster } from '../support/redis-cluster.ts';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { until as waitUntil } from '../support/wait.ts';
 
 // Redis Cluster (docs/DEPLOYMENT.md): a local three-master cluster, a gateway process
 // (`node apps/gateway/src/server.ts`) and a worker process (`node apps/worker/src/main.ts`) on it
@@ -111,15 +112,11 @@ async function kill(child: ChildProcess) {
   await exited;
 }
 
-const until = async <T>(what: string, fn: () => Promise<T | undefined | false>, ms = 20_000): Promise<T> => {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const v = await fn();
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`timed out waiting for ${what}${exits.length ? `; ${exits.join('; ')}` : ''}`);
-};
+/** until() that names the processes which exited, when it times out. */
+const until = <T>(what: string, fn: () => Promise<T | undefined | false>, ms = 20_000): Promise<T> =>
+  waitUntil(what, fn, ms).catch((err: Error) => {
+    throw new Error(`${err.message}${exits.length ? `; ${exits.join('; ')}` : ''}`);
+  });
 
 /** Calls the gateway process with the tenant's key. */
 async function viaProcess(method: string, path: string, body?: unknown) {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { until } from '../support/wait.ts';
 import { compactions, isSummary, SUMMARY_SYSTEM } from './context-fixtures.ts';
 
 // Abort (issue #5 item 6): POST /v1/sessions/:id/abort stops a streaming model call or a running
@@ -10,16 +11,6 @@ import { compactions, isSummary, SUMMARY_SYSTEM } from './context-fixtures.ts';
 
 let stack: Stack;
 let client: Client;
-
-const until = async <T>(what: string, fn: () => Promise<T | undefined | false>, ms = 15_000): Promise<T> => {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const v = await fn();
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-};
 
 beforeAll(async () => {
   stack = await startStack({

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { until } from '../support/wait.ts';
 
 // Client tools (issue #5 item 4): a call to a `client` tool puts the session in `waiting` with the
 // call in pendingToolCalls; POST …/tool-results answers it and the loop goes on. Bad requests are
@@ -7,16 +8,6 @@ import { type Client, type Stack, startStack } from '../support/stack.ts';
 
 let stack: Stack;
 let client: Client;
-
-const until = async <T>(what: string, fn: () => Promise<T | undefined | false>, ms = 15_000): Promise<T> => {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const v = await fn();
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-};
 
 beforeAll(async () => {
   stack = await startStack({

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { until } from '../support/wait.ts';
 
 // Messages during a run (issue #5 item 5), per agent `midRunMessages`:
 // - steer: delivered at the next step boundary, wrapped in a <system-reminder>;
@@ -7,16 +8,6 @@ import { type Client, type Stack, startStack } from '../support/stack.ts';
 
 let stack: Stack;
 let client: Client;
-
-const until = async <T>(what: string, fn: () => Promise<T | undefined | false>, ms = 15_000): Promise<T> => {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const v = await fn();
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-};
 
 beforeAll(async () => {
   stack = await startStack({

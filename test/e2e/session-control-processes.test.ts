@@ -1,6 +1,9 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { WorkerPool } from '../support/procs.ts';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { until } from '../support/wait.ts';
 
 // Session control across real worker processes (`node apps/worker/src/main.ts`):
 // - a child session's worker is SIGKILLed while the child streams: the child is a normal durable
@@ -10,48 +13,7 @@ import { type Client, type Stack, startStack } from '../support/stack.ts';
 
 let stack: Stack;
 let client: Client;
-const children: ChildProcess[] = [];
-const root = new URL('../../', import.meta.url).pathname;
-
-function startWorkerProcess(): ChildProcess {
-  const child = spawn(process.execPath, [`${root}apps/worker/src/main.ts`], {
-    env: {
-      ...process.env,
-      DATABASE_URL: stack.databaseUrl,
-      REDIS_URL: stack.redisUrl,
-      LOOPLINE_NAMESPACE: stack.namespace,
-      OPENAI_BASE_URL: stack.mock.url,
-      OPENAI_API_KEY: 'test-key',
-      LOOPLINE_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
-      LOOPLINE_DISABLE_TITLES: '1',
-      WORKER_JOB_LOCK_MS: '2000',
-      WORKER_STALLED_INTERVAL_MS: '1000',
-      LOOPLINE_LOCK_TTL_MS: '2000',
-      LOOPLINE_LOCK_RETRY_MS: '100',
-      LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  children.push(child);
-  return child;
-}
-
-async function kill(child: ChildProcess) {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGKILL');
-  await exited;
-}
-
-const until = async <T>(what: string, fn: () => Promise<T | undefined | false>, ms = 20_000): Promise<T> => {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const v = await fn();
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-};
+let pool: WorkerPool;
 
 const ANSWER = 'the child answer, streamed slowly. '.repeat(4).trim();
 
@@ -86,13 +48,23 @@ beforeAll(async () => {
     },
   });
   client = await stack.tenant();
+  pool = new WorkerPool(
+    {
+      databaseUrl: stack.databaseUrl,
+      redisUrl: stack.redisUrl,
+      namespace: stack.namespace,
+      llmUrl: stack.mock.url,
+      lockMs: 2000,
+      stalledMs: 1000,
+      extra: { LOOPLINE_DISABLE_TITLES: '1' },
+    },
+    path.join(os.tmpdir(), `loopline-session-control-${stack.namespace}`),
+  );
   await client.agent('researcher', { mode: 'subagent', system: 'You are the researcher.' });
   await client.agent('lead', { tools: ['task'], system: 'You are the lead.' });
 }, 60_000);
 
-afterEach(async () => {
-  await Promise.all(children.splice(0).map(kill));
-});
+afterEach(() => pool?.killAll());
 afterAll(() => stack?.close());
 
 const toolPart = async (id: string) =>
@@ -100,7 +72,7 @@ const toolPart = async (id: string) =>
 
 describe('session control across worker processes', () => {
   it("SIGKILL of the child's worker mid-stream does not lose the answer", async () => {
-    const first = startWorkerProcess();
+    const first = pool.start();
     const id = await client.session('lead');
     await client.send(id, 'please delegate this');
     const childId = await until(
@@ -115,8 +87,8 @@ describe('session control across worker processes', () => {
     });
     expect((await client.call('GET', `/v1/sessions/${id}`)).body.status).toBe('waiting');
     await new Promise((r) => setTimeout(r, 1200)); // past the first partial-text flush
-    await kill(first);
-    startWorkerProcess();
+    await pool.kill(first);
+    pool.start();
 
     const parent = await client.waitIdle(id, 45_000);
     expect(parent.status).toBe('idle');
@@ -136,8 +108,8 @@ describe('session control across worker processes', () => {
   }, 90_000);
 
   it('an abort reaches the worker process that streams and stops it within a second', async () => {
-    startWorkerProcess();
-    startWorkerProcess();
+    pool.start();
+    pool.start();
     const id = await client.session('researcher');
     await client.send(id, 'tell me a slow story');
     await until('streaming', async () => {

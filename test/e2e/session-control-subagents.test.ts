@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { until } from '../support/wait.ts';
 
 // Subagents (issue #5 item 3): a primary agent's built-in `task` tool starts a subagent in a child
 // session; the parent's step ends (status waiting, no model call, no worker held) while the child
@@ -8,16 +9,6 @@ import { type Client, type Stack, startStack } from '../support/stack.ts';
 
 let stack: Stack;
 let client: Client;
-
-const until = async <T>(what: string, fn: () => Promise<T | undefined | false>, ms = 15_000): Promise<T> => {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const v = await fn();
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-};
 
 const task = (agent: string, prompt: string, description = 'look it up') => ({
   toolCalls: [{ name: 'task', arguments: { agent, prompt, description } }],

@@ -10,6 +10,7 @@ import { checkInvariants, type SessionExpectation } from '../support/invariants.
 import { type LlmProxy, startLlmProxy } from '../support/llm-proxy.ts';
 import { WorkerPool, type WorkerProc } from '../support/procs.ts';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { until } from '../support/wait.ts';
 
 // A frozen worker (SIGSTOP past its session lock TTL and BullMQ job lock, then SIGCONT): another
 // worker takes the session over, and when the frozen one wakes up nothing it does lands —
@@ -87,20 +88,6 @@ afterAll(async () => {
   if (admin) await closeDb(admin);
   await stack?.close();
 });
-
-async function until<T>(
-  what: string,
-  fn: () => Promise<T | undefined> | T | undefined,
-  timeoutMs = 20_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const v = await fn();
-    if (v !== undefined && v !== null && v !== false) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /**
  * Everything the session's runners wrote, as comparable text (the title job is no runner). The

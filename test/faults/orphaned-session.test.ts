@@ -9,6 +9,7 @@ import { installFenceAudit } from '../support/fence-audit.ts';
 import { checkInvariants } from '../support/invariants.ts';
 import { WorkerPool } from '../support/procs.ts';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { sleep, until } from '../support/wait.ts';
 
 // Found by the chaos run (chaos.test.ts): an orphaned session. A runner that loses its session
 // lock, or whose write meets a newer fence, "stops quietly and leaves the session to the newer
@@ -86,22 +87,6 @@ afterAll(async () => {
   if (admin) await closeDb(admin);
   await stack?.close();
 });
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(
-  what: string,
-  fn: () => Promise<T | undefined> | T | undefined,
-  timeoutMs: number,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const v = await fn();
-    if (v !== undefined && v !== null && v !== false) return v;
-    await sleep(100);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /** A session whose runner is superseded mid-tool by a fence nobody uses: returns once it is orphaned (or finished). */
 async function orphan(n: number) {

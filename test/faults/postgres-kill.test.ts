@@ -10,6 +10,7 @@ import { installFenceAudit } from '../support/fence-audit.ts';
 import { checkInvariants, type SessionExpectation } from '../support/invariants.ts';
 import { type Crash, WORKER_APP_PREFIX, WorkerPool } from '../support/procs.ts';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { sleep } from '../support/wait.ts';
 
 // PostgreSQL connections killed (pg_terminate_backend) over and over while sessions run. A job
 // whose query dies fails and BullMQ retries it; the pool opens new connections; the retried step
@@ -89,8 +90,6 @@ afterAll(async () => {
   if (admin) await closeDb(admin);
   await stack?.close();
 });
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('PostgreSQL connections terminated while sessions run', () => {
   it('every session still finishes, every invariant holds', async () => {

@@ -9,6 +9,7 @@ import { checkInvariants, type SessionExpectation } from '../support/invariants.
 import { WorkerPool } from '../support/procs.ts';
 import { type PrivateRedis, startPrivateRedis } from '../support/redis-server.ts';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { sleep } from '../support/wait.ts';
 
 // Redis restarted (kill -9, then started again on the same port, empty: no persistence, as in
 // CI) while sessions run, on a private redis-server — never the machine's shared Redis.
@@ -108,8 +109,6 @@ afterAll(async () => {
   await stack?.close();
   await redis?.close();
 });
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** idle with the newest user message answered (by seq), or error. */
 async function atRest(sessionIds: string[]): Promise<Map<string, boolean>> {

@@ -1,52 +1,16 @@
-import type { ChildProcess } from 'node:child_process';
-import { spawn } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { WorkerPool } from '../support/procs.ts';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { until } from '../support/wait.ts';
 
 // Nothing lost, nothing duplicated: real worker processes are SIGKILLed mid-stream and
 // mid-tool, a new process takes over, and the session finishes as if nothing happened.
 
 let stack: Stack;
 let client: Client;
-const children: ChildProcess[] = [];
-const root = new URL('../../', import.meta.url).pathname;
-
-function startWorkerProcess(): ChildProcess {
-  const child = spawn(process.execPath, [`${root}apps/worker/src/main.ts`], {
-    env: {
-      ...process.env,
-      DATABASE_URL: stack.databaseUrl,
-      REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
-      LOOPLINE_NAMESPACE: stack.namespace,
-      OPENAI_BASE_URL: stack.mock.url,
-      OPENAI_API_KEY: 'test-key',
-      LOOPLINE_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
-      WORKER_JOB_LOCK_MS: '2000',
-      WORKER_STALLED_INTERVAL_MS: '1000',
-      LOOPLINE_LOCK_TTL_MS: '2000',
-      LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  children.push(child);
-  return child;
-}
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const v = await fn();
-    if (v !== undefined && v !== null && v !== false) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
-async function kill(child: ChildProcess) {
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGKILL');
-  await exited;
-}
+let pool: WorkerPool;
 
 beforeAll(async () => {
   stack = await startStack({
@@ -66,6 +30,17 @@ beforeAll(async () => {
     },
   });
   client = await stack.tenant();
+  pool = new WorkerPool(
+    {
+      databaseUrl: stack.databaseUrl,
+      redisUrl: stack.redisUrl,
+      namespace: stack.namespace,
+      llmUrl: stack.mock.url,
+      lockMs: 2000,
+      stalledMs: 1000,
+    },
+    path.join(os.tmpdir(), `loopline-worker-kill-${stack.namespace}`),
+  );
   await client.tool('slow', {
     kind: 'webhook',
     description: 'a slow tool',
@@ -76,16 +51,14 @@ beforeAll(async () => {
   await client.agent('agent', { tools: ['slow'] });
 }, 60_000);
 
-afterEach(async () => {
-  await Promise.all(children.filter((c) => c.exitCode === null && c.signalCode === null).map(kill));
-});
+afterEach(() => pool?.killAll());
 afterAll(() => stack?.close());
 
 const db = () => stack.deps.db;
 
 describe('a worker process killed', () => {
   it('mid-stream: the next process closes the step as interrupted and finishes the turn', async () => {
-    const first = startWorkerProcess();
+    const first = pool.start();
     const id = await client.session('agent');
     await client.send(id, 'please stream something');
     await until('streaming started', async () =>
@@ -99,8 +72,8 @@ describe('a worker process killed', () => {
         .executeTakeFirst(),
     );
     await new Promise((r) => setTimeout(r, 1200)); // past the first partial-text flush
-    await kill(first);
-    startWorkerProcess();
+    await pool.kill(first);
+    pool.start();
     const session = await client.waitIdle(id, 30_000);
     expect(session.status).toBe('idle');
     const log = await client.history(id);
@@ -114,7 +87,7 @@ describe('a worker process killed', () => {
   }, 60_000);
 
   it('mid-tool: the tool is marked interrupted, never run twice, and the loop goes on', async () => {
-    const first = startWorkerProcess();
+    const first = pool.start();
     const id = await client.session('agent');
     await client.send(id, 'run the tool');
     const callId = await until('tool running', async () => {
@@ -128,8 +101,8 @@ describe('a worker process killed', () => {
       return data?.state?.status === 'running' ? (data.callId as string) : undefined;
     });
     await until('tool server reached', async () => stack.tools.calls.get(callId) === 1);
-    await kill(first);
-    startWorkerProcess();
+    await pool.kill(first);
+    pool.start();
     await client.waitIdle(id, 30_000);
     const log = await client.history(id);
     const tool = log.messages

@@ -20,6 +20,7 @@ import {
 import { type LlmProxy, startLlmProxy } from './llm-proxy.ts';
 import { type Crash, WORKER_APP_PREFIX, WorkerPool, type WorkerProc } from './procs.ts';
 import { type Client, type Stack, startStack } from './stack.ts';
+import { sleep } from './wait.ts';
 
 // The fault harness of issue #4: many sessions (tool calls, streams, small context windows so
 // they prune and compact) driven through real worker processes, while a "monkey" inflicts faults
@@ -406,8 +407,6 @@ class Counter {
     return this.counts.get(key) ?? 0;
   }
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Progress {
   status: string;

@@ -11,8 +11,9 @@ const SOCKET_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE'
  */
 const SQLSTATES = /^(08\d{3}|57P0[123]|53300)$/;
 
-/** node-postgres' own messages when the socket closes under a client. */
-const MESSAGES = /Connection terminated|connection error and is not queryable|Client was closed/i;
+/** node-postgres' and kysely's own messages when the socket closes under a client. */
+const MESSAGES =
+  /Connection terminated|connection error and is not queryable|Client was closed|connection has been discarded/i;
 
 export function isConnectionError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;

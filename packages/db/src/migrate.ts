@@ -29,7 +29,11 @@ export async function migrateToLatest(db: Db): Promise<MigrationResult[]> {
       if (error) throw error;
       return results ?? [];
     } finally {
-      await sql`select pg_advisory_unlock(${MIGRATION_LOCK_KEY}::bigint)`.execute(conn);
+      // A session-level lock dies with its connection: when the connection is gone (the error in
+      // flight is about that), the unlock fails too and must not replace the original error.
+      await sql`select pg_advisory_unlock(${MIGRATION_LOCK_KEY}::bigint)`
+        .execute(conn)
+        .catch(() => undefined);
     }
   });
 }
