@@ -225,6 +225,7 @@ CREATE INDEX sessions_active_updated_at_idx ON public.sessions USING btree (upda
 CREATE INDEX sessions_parent_idx ON public.sessions USING btree (parent_session_id) WHERE (parent_session_id IS NOT NULL);
 CREATE UNIQUE INDEX sessions_pkey ON public.sessions USING btree (id);
 CREATE INDEX sessions_tenant_idx ON public.sessions USING btree (tenant_id, created_at, id);
+CREATE INDEX sessions_waiting_updated_at_idx ON public.sessions USING btree (updated_at, id) WHERE (status = 'waiting'::text);
 CREATE UNIQUE INDEX steps_pkey ON public.steps USING btree (id);
 CREATE INDEX steps_session_idx ON public.steps USING btree (session_id, step);
 CREATE UNIQUE INDEX tenants_pkey ON public.tenants USING btree (id);

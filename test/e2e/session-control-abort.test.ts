@@ -1,13 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
 import { until } from '../support/wait.ts';
-import { compactions, isSummary, SUMMARY_SYSTEM } from './context-fixtures.ts';
+import { bigTurn, compactions, defineBig, isSummary, markerOf, SUMMARY_SYSTEM } from './context-fixtures.ts';
 
 // Abort (issue #5 item 6): POST /v1/sessions/:id/abort stops a streaming model call or a running
 // webhook within a second, keeps what was streamed, marks unfinished tools interrupted and leaves
 // the session idle and consistent; an abort of a queued session is recorded durably and stops it
 // when its job runs; an idle session is a 200 no-op. An abort during a summary compaction stops
-// its model call too: no half summary, the compaction record failed, the session idle.
+// its model call too: no half summary, the compaction record failed, the session idle. An abort
+// during the prune pass before a compaction (prune jobs are not cancelled) stops the compaction
+// from running afterwards, whichever of the two gets the session first.
 
 let stack: Stack;
 let client: Client;
@@ -34,6 +36,8 @@ beforeAll(async () => {
           when: { lastUserIncludes: 'slow tool', lastMessageRole: 'user' },
           reply: { toolCalls: [{ name: 'slow', arguments: { ms: 8000 } }] },
         },
+        // Six ~1,250-token tool outputs: past the `tight` agent's 7,000-token trigger mid-turn.
+        ...bigTurn('big listing', ['b1', 'b2', 'b3', 'b4', 'b5', 'b6'], 100, 'listing done'),
       ],
     },
   });
@@ -46,6 +50,13 @@ beforeAll(async () => {
     timeoutMs: 20_000,
   });
   await client.agent('writer', { tools: ['slow'] });
+  await defineBig(client, stack);
+  // Prune frees nothing (every output protected): a compaction is needed after the prune pass.
+  await client.agent('tight', {
+    tools: ['big'],
+    limits: { context: 8000, output: 1000 },
+    compaction: { pruneProtect: 1_000_000 },
+  });
 });
 afterAll(() => stack?.close());
 
@@ -252,6 +263,84 @@ describe('abort', () => {
     expect(summaries[0].info.finish).toBe('stop');
     expect(summaries[0].info.error).toBeUndefined();
     expect(final.messages.at(-1).info.finish).toBe('stop');
+  });
+
+  /** Summary model calls so far. */
+  const summaryCalls = () =>
+    stack.mock.calls.filter((c) => JSON.stringify(c).includes(SUMMARY_SYSTEM)).length;
+
+  /** After the abort: idle, no summary call, no compaction; the next message compacts, then answers. */
+  async function stoppedBeforeCompaction(id: string, summaries: number) {
+    await client.waitIdle(id, 10_000);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(summaryCalls()).toBe(summaries);
+    expect(await compactions(stack, id)).toEqual([]);
+    const log = await client.history(id);
+    expect(log.messages.filter(isSummary)).toEqual([]);
+    expect(log.messages.at(-1).info).toMatchObject({ role: 'assistant', error: { name: 'AbortedError' } });
+    expect((await client.call('GET', `/v1/sessions/${id}`)).body).toMatchObject({
+      status: 'idle',
+      error: null,
+    });
+    return log;
+  }
+
+  it('during the prune pass before a compaction: the turn ends there, no compaction point, no summary', async () => {
+    const id = await client.session('tight');
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    let reached = false;
+    stack.deps.racepoint = async (name) => {
+      if (name !== 'prune:before-compaction') return;
+      reached = true;
+      await held;
+    };
+    try {
+      const summaries = summaryCalls();
+      await client.send(id, 'big listing please');
+      await until('the prune pass before the compaction', () => reached, 30_000);
+      expect((await abort(id)).status).toBe(202);
+      release();
+      const log = await stoppedBeforeCompaction(id, summaries);
+      expect(log.messages.filter((m: any) => markerOf(m))).toEqual([]);
+    } finally {
+      stack.deps.racepoint = undefined;
+      release();
+    }
+  });
+
+  it('after the prune set the compaction point, the abort ending the turn first: the compaction never runs', async () => {
+    const id = await client.session('tight');
+    // Paused for every worker (a worker's local pause may still take the job it is blocked on).
+    const compactQueue = stack.deps.queues.compact;
+    await compactQueue.pause();
+    try {
+      const summaries = summaryCalls();
+      await client.send(id, 'big listing please');
+      // The prune pass set the point and queued the compaction job, which nothing runs yet.
+      await until(
+        'the compaction point',
+        async () => (await client.history(id)).messages.some((m: any) => markerOf(m)),
+        30_000,
+      );
+      expect((await abort(id)).status).toBe(202);
+      await client.waitIdle(id, 10_000);
+      await compactQueue.resume();
+      await until('the compaction job done', async () => {
+        const jobs = await stack.deps.queues.compact.getJobs(['wait', 'prioritized', 'active', 'delayed']);
+        return !jobs.some((j) => j?.data?.sessionId === id);
+      });
+      const log = await stoppedBeforeCompaction(id, summaries);
+      expect(log.messages.filter((m: any) => markerOf(m))).toHaveLength(1);
+    } finally {
+      await compactQueue.resume();
+    }
+    // The point stays pending: the next message runs it, then is answered.
+    await client.send(id, 'short answer now');
+    expect(await client.waitIdle(id, 30_000)).toMatchObject({ status: 'idle', compaction: { count: 1 } });
+    expect((await compactions(stack, id)).map((r) => r.status)).toEqual(['completed']);
   });
 
   it('an idle session: 200 no-op, nothing written; unknown session 404', async () => {

@@ -1,13 +1,11 @@
-import os from 'node:os';
-import path from 'node:path';
 import { acquireFence, closeDb, createDb, type Db } from '@loopline/db';
 import { reconcileOnce } from '@loopline/worker';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FaultToolServer, startFaultToolServer } from '../support/fault-tools.ts';
+import { type FaultToolServer, slowTool, startFaultToolServer } from '../support/fault-tools.ts';
 import { installFenceAudit } from '../support/fence-audit.ts';
 import { checkInvariants } from '../support/invariants.ts';
-import { WorkerPool } from '../support/procs.ts';
+import { stackWorkerPool, type WorkerPool } from '../support/procs.ts';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
 import { sleep, until } from '../support/wait.ts';
 
@@ -58,26 +56,13 @@ beforeAll(async () => {
   await installFenceAudit(admin);
   tools = await startFaultToolServer();
   client = await stack.tenant();
-  await client.tool('slow', {
-    kind: 'webhook',
-    description: 'a slow tool',
-    inputSchema: { type: 'object', properties: { ms: { type: 'number' } } },
-    url: `${tools.url}/slow`,
-    timeoutMs: 10_000,
-  });
+  await client.tool('slow', slowTool(tools));
   await client.agent('agent', { tools: ['slow'] });
-  pool = new WorkerPool(
-    {
-      databaseUrl: stack.databaseUrl,
-      redisUrl: stack.redisUrl,
-      namespace: stack.namespace,
-      llmUrl: stack.mock.url,
-      lockMs: LOCK_MS,
-      stalledMs: 500,
-      extra: { LOOPLINE_RECONCILE_INTERVAL_MS: '0' },
-    },
-    path.join(os.tmpdir(), `loopline-faults-${stack.namespace}`),
-  );
+  pool = stackWorkerPool(stack, {
+    lockMs: LOCK_MS,
+    stalledMs: 500,
+    extra: { LOOPLINE_RECONCILE_INTERVAL_MS: '0' },
+  });
   pool.start();
 }, 60_000);
 

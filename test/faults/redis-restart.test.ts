@@ -1,12 +1,10 @@
-import os from 'node:os';
-import path from 'node:path';
 import { closeDb, createDb, type Db } from '@loopline/db';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FaultToolServer, startFaultToolServer } from '../support/fault-tools.ts';
+import { type FaultToolServer, slowTool, startFaultToolServer } from '../support/fault-tools.ts';
 import { installFenceAudit } from '../support/fence-audit.ts';
 import { checkInvariants, type SessionExpectation } from '../support/invariants.ts';
-import { WorkerPool } from '../support/procs.ts';
+import { stackWorkerPool, type WorkerPool } from '../support/procs.ts';
 import { type PrivateRedis, startPrivateRedis } from '../support/redis-server.ts';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
 import { sleep } from '../support/wait.ts';
@@ -65,40 +63,27 @@ beforeAll(async () => {
   await installFenceAudit(admin);
   tools = await startFaultToolServer();
   client = await stack.tenant();
-  await client.tool('slow', {
-    kind: 'webhook',
-    description: 'a slow tool',
-    inputSchema: { type: 'object', properties: { ms: { type: 'number' } } },
-    url: `${tools.url}/slow`,
-    timeoutMs: 10_000,
-  });
+  await client.tool('slow', slowTool(tools));
   await client.agent('agent', { tools: ['slow'] });
   allSessions = [];
 }, 60_000);
 
 /** Two supervised worker processes; `reconcileEvery` sets LOOPLINE_RECONCILE_INTERVAL_MS (0: off). */
 function startPool(name: string, reconcileEvery: number): WorkerPool {
-  const p = new WorkerPool(
-    {
-      databaseUrl: stack.databaseUrl,
-      redisUrl: redis.url,
-      namespace: stack.namespace,
-      llmUrl: stack.mock.url,
-      lockMs: LOCK_MS,
-      stalledMs: 1000,
-      extra: {
-        // 6 step slots for 12 sessions: half of them wait in the queue when Redis goes, and their
-        // jobs go with it (a runner that was mid-step leaves a resume job once Redis is back).
-        WORKER_STEP_CONCURRENCY: '3',
-        LOOPLINE_RECONCILE_INTERVAL_MS: String(reconcileEvery),
-        LOOPLINE_RECONCILE_AFTER_MS: String(2 * LOCK_MS),
-      },
+  const p = stackWorkerPool(stack, {
+    name,
+    lockMs: LOCK_MS,
+    stalledMs: 1000,
+    extra: {
+      // 6 step slots for 12 sessions: half of them wait in the queue when Redis goes, and their
+      // jobs go with it (a runner that was mid-step leaves a resume job once Redis is back).
+      WORKER_STEP_CONCURRENCY: '3',
+      LOOPLINE_RECONCILE_INTERVAL_MS: String(reconcileEvery),
+      LOOPLINE_RECONCILE_AFTER_MS: String(2 * LOCK_MS),
     },
-    path.join(os.tmpdir(), `loopline-faults-${stack.namespace}-${name}`),
-  );
-  p.supervise = true;
-  p.start();
-  p.start();
+    supervise: true,
+    start: 2,
+  });
   return p;
 }
 

@@ -87,3 +87,12 @@ export async function startFaultToolServer(): Promise<FaultToolServer> {
       }),
   };
 }
+
+/** The `slow` webhook tool's definition (PUT /v1/tools/slow) on `server`: answers after `ms`. */
+export const slowTool = (server: { url: string }) => ({
+  kind: 'webhook' as const,
+  description: 'a slow tool',
+  inputSchema: { type: 'object' as const, properties: { ms: { type: 'number' } } },
+  url: `${server.url}/slow`,
+  timeoutMs: 10_000,
+});

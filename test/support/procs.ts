@@ -7,6 +7,7 @@ import {
   readlinkSync,
   type WriteStream,
 } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 
 // Real worker processes for fault tests: `node apps/worker/src/main.ts` children with small lock
@@ -278,4 +279,32 @@ function socketInodesOfLocalPort(port: number): Set<string> {
     }
   }
   return inodes;
+}
+
+/**
+ * A WorkerPool on a test stack (its database, Redis, namespace and mock model), logging under the
+ * OS temp directory. `start` processes are started (none by default), supervised with `supervise`.
+ */
+export function stackWorkerPool(
+  stack: { databaseUrl: string; redisUrl: string; namespace: string; mock: { url: string } },
+  opts: Omit<WorkerEnv, 'databaseUrl' | 'redisUrl' | 'namespace' | 'llmUrl'> & {
+    name?: string;
+    start?: number;
+    supervise?: boolean;
+  },
+): WorkerPool {
+  const { name, start = 0, supervise = false, ...env } = opts;
+  const pool = new WorkerPool(
+    {
+      databaseUrl: stack.databaseUrl,
+      redisUrl: stack.redisUrl,
+      namespace: stack.namespace,
+      llmUrl: stack.mock.url,
+      ...env,
+    },
+    path.join(os.tmpdir(), `loopline-faults-${stack.namespace}${name ? `-${name}` : ''}`),
+  );
+  pool.supervise = supervise;
+  for (let i = 0; i < start; i++) pool.start();
+  return pool;
 }

@@ -17,6 +17,7 @@ import {
 import type { Worker } from 'bullmq';
 import { pino } from 'pino';
 import { startToolServer } from '../../apps/cli/src/demo-tools.ts';
+import { type PrivateRedis, startPrivateRedis } from './redis-server.ts';
 
 // The whole service in one test process, on real parts: a fresh PostgreSQL database cloned
 // from the migrated template, a unique Redis namespace, the gateway listening on a random port,
@@ -239,4 +240,19 @@ function makeClient(url: string, apiKey: string, tenantId: string): Client {
     history: async (sessionId, view = 'log') =>
       ok(call('GET', `/v1/sessions/${sessionId}/messages?view=${view}`), 'history'),
   };
+}
+
+/**
+ * A stack on a private redis-server that the test may kill and restart, without in-process
+ * workers (worker processes run the loop); connection errors while Redis is down are expected
+ * and kept out of the test output.
+ */
+export async function startStackOnPrivateRedis(
+  opts: Omit<Parameters<typeof startStack>[0] & object, 'redisUrl' | 'workers'> = {},
+): Promise<{ redis: PrivateRedis; stack: Stack }> {
+  const redis = await startPrivateRedis();
+  const stack = await startStack({ ...opts, workers: false, redisUrl: redis.url });
+  stack.deps.redis.on('error', () => undefined);
+  for (const q of stack.deps.queues.all()) q.on('error', () => undefined);
+  return { redis, stack };
 }

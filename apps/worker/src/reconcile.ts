@@ -1,6 +1,14 @@
-import { filterCompacted, pendingCompaction, type SessionStatus } from '@loopline/core';
-import { getSession, listStalledSessions, loadHistory, type StalledSession } from '@loopline/db';
-import { JOBS, type ReconcileJob } from '@loopline/queue';
+import { deferredCalls, filterCompacted, pendingCompaction, type SessionStatus } from '@loopline/core';
+import {
+  getSession,
+  listRunningBatches,
+  listStalledSessions,
+  listStalledWaitingSessions,
+  loadHistory,
+  type SessionInfo,
+  type StalledSession,
+} from '@loopline/db';
+import { addBatchFlow, controlJobIds, JOBS, jobIds, type ReconcileJob, type StepJob } from '@loopline/queue';
 import type { Job, JobType } from 'bullmq';
 import type { WorkerDeps } from './deps.ts';
 import { sessionPriority } from './fairness/options.ts';
@@ -19,6 +27,23 @@ import { sessionPriority } from './fairness/options.ts';
 //   3. the rest get one job, under `reconcile-<session>-f<fence>`: a compacting session whose
 //      compaction marker has no summary yet gets its compaction job, any other a `resume` step.
 //
+// `waiting` sessions (a client tool's answer or a subagent) are woken by jobs too: a client call's
+// delayed timeout job, a stopped child's `child-done` step, an abort's step. Step 1 lists only
+// those waiting sessions that one of these should have woken (repo/reconcile.ts
+// listStalledWaitingSessions: an abort recorded, a client call with a deadline, a child that has
+// stopped); waiting for a client call without a timeout, or for a child still at work, is
+// legitimate and never touched. After steps 2 and 3's filters, the log decides (wakeWaiting): a
+// deadline passed, a child stopped or an abort recorded → a step now under the reconcile id (the
+// step's settleDeferred writes what is known, endAbortedTurn the abort); a deadline still ahead →
+// its timeout job is re-added, delayed, under its own deterministic id (a no-op when it exists).
+//
+// Batches: a Redis restart also loses a running batch's flow (the parent job and its items' jobs),
+// and nothing would post the remaining messages or complete the batch. For every running batch
+// older than `afterMs` whose parent job Redis no longer has, the flow is added again with the
+// batch's unfinished items (deterministic ids; an item job re-derives everything from PostgreSQL:
+// one whose session already answered finishes the item, processors/batch-item.ts), and with none
+// left only the parent, which completes the batch.
+//
 // Why this is safe: a job carries ids only and re-derives everything from the log under the
 // session lock and a new fence (a spurious wake finds the loop going or done and joins or exits,
 // like the resume job a superseded runner leaves, lease-runner.ts). The id carries the fence, which
@@ -29,6 +54,8 @@ import { sessionPriority } from './fairness/options.ts';
 
 /** Statuses in which a job or a lock holder must exist. `waiting` is woken by answers, `idle`/`error` by messages. */
 export const RECONCILED_STATUSES: readonly SessionStatus[] = ['queued', 'running', 'compacting'];
+/** Also looked at, when the log says a wake-up is due (listStalledWaitingSessions). */
+const WAITING: SessionStatus = 'waiting';
 
 /** The job scheduler's id (one per namespace: queue keys carry the namespace prefix). */
 export const RECONCILE_SCHEDULER_ID = 'reconcile';
@@ -82,7 +109,13 @@ export interface ReconcileResult {
     status: SessionStatus;
     queue: 'step' | 'compact';
     jobId: string;
+    /** A waiting session's wake: what was due (a timeout job re-added: `tool-timeout`, delayed). */
+    reason?: StepJob['reason'];
+    /** The job was added delayed (a client call's timeout still ahead). */
+    delayed?: boolean;
   }>;
+  /** Running batches whose flow Redis had lost, re-added (their active item count). */
+  batches: Array<{ tenantId: string; batchId: string; items: number }>;
 }
 
 /** One reconciler pass (the scheduler's job; tests call it directly). */
@@ -90,13 +123,18 @@ export async function reconcileOnce(
   deps: WorkerDeps,
   opts: { afterMs: number; limit?: number },
 ): Promise<ReconcileResult> {
-  const result: ReconcileResult = { candidates: 0, locked: 0, pending: 0, moved: 0, woken: [] };
-  const stalled = await listStalledSessions(deps.db, {
-    statuses: RECONCILED_STATUSES,
-    idleForMs: opts.afterMs,
-    ...(opts.limit !== undefined ? { limit: opts.limit } : {}),
-  });
+  const result: ReconcileResult = { candidates: 0, locked: 0, pending: 0, moved: 0, woken: [], batches: [] };
+  const limit = opts.limit !== undefined ? { limit: opts.limit } : {};
+  const stalled = [
+    ...(await listStalledSessions(deps.db, {
+      statuses: RECONCILED_STATUSES,
+      idleForMs: opts.afterMs,
+      ...limit,
+    })),
+    ...(await listStalledWaitingSessions(deps.db, { idleForMs: opts.afterMs, ...limit })),
+  ];
   result.candidates = stalled.length;
+  result.batches = await reconcileBatches(deps, opts.afterMs);
   if (stalled.length === 0) return result;
 
   // Locks first, then jobs: a runner takes the lock before its job leaves the active list, and
@@ -144,7 +182,9 @@ async function wakeStalled(
   const { tenantId, sessionId } = s;
   // Re-read: a runner that started since the scan bumped the fence (or the status changed).
   const now = await getSession(deps.db, tenantId, sessionId);
-  if (!now || now.fence !== s.fence || !RECONCILED_STATUSES.includes(now.status)) return undefined;
+  if (!now || now.fence !== s.fence || now.status !== s.status) return undefined;
+  if (now.status === WAITING) return wakeWaiting(deps, now);
+  if (!RECONCILED_STATUSES.includes(now.status)) return undefined;
   const jobId = reconcileJobId(sessionId, s.fence);
   const priority = sessionPriority(now);
   let queue: 'step' | 'compact' = 'step';
@@ -172,6 +212,95 @@ async function wakeStalled(
   return { tenantId, sessionId, status: now.status, queue, jobId };
 }
 
+/**
+ * A waiting session none of whose wake-up jobs is pending: a step now if the log says a wait is
+ * over (a client call past its deadline, a child that stopped, an abort recorded), else the
+ * timeout jobs of its client calls with a deadline ahead. Undefined when nothing is due.
+ */
+async function wakeWaiting(
+  deps: WorkerDeps,
+  session: SessionInfo,
+): Promise<ReconcileResult['woken'][number] | undefined> {
+  const { tenantId, id: sessionId } = session;
+  const priority = sessionPriority(session);
+  const base = { tenantId, sessionId, status: session.status, queue: 'step' as const };
+  const log = (woken: ReconcileResult['woken'][number]) => {
+    deps.logger.warn(
+      { ...woken, fence: session.fence, queue: JOBS.step.queue },
+      'reconciler re-woke a stalled session',
+    );
+    return woken;
+  };
+  let due: StepJob['reason'] | undefined = session.abortRequestedSeq !== null ? 'abort' : undefined;
+  const ahead: Array<{ callId: string; deadline: number }> = [];
+  if (!due) {
+    const history = await loadHistory(deps.db, tenantId, sessionId, { fromSeq: session.boundarySeq });
+    const nowMs = Date.now();
+    for (const call of deferredCalls(filterCompacted(history))) {
+      if (call.awaiting === 'client') {
+        if (call.deadline === undefined) continue; // waits for its answer, however long
+        if (call.deadline <= nowMs) due = 'tool-timeout';
+        else ahead.push({ callId: call.callId, deadline: call.deadline });
+      } else if (await childStopped(deps, tenantId, call.childSessionId)) due ??= 'child-done';
+    }
+  }
+  if (due) {
+    // Per fence, like every reconciler wake: the deterministic ids of the original jobs
+    // (timeout-…, child-…) may be kept by BullMQ as completed, and adding them again would be a no-op.
+    const jobId = reconcileJobId(sessionId, session.fence);
+    await deps.queues.add('step', jobId, { tenantId, sessionId, reason: due }, { priority });
+    return log({ ...base, jobId, reason: due });
+  }
+  if (ahead.length === 0) return undefined;
+  let jobId = '';
+  for (const call of ahead) {
+    // Its own id (the one enterWait uses): a no-op when the job is there.
+    jobId = controlJobIds.toolTimeout(sessionId, call.callId);
+    await deps.queues.add(
+      'step',
+      jobId,
+      { tenantId, sessionId, reason: 'tool-timeout' },
+      { delay: Math.max(0, call.deadline - Date.now()), priority },
+    );
+  }
+  return log({ ...base, jobId, reason: 'tool-timeout', delayed: true });
+}
+
+/** The child stopped (idle or error, no abort pending) or is gone: the parent has an answer to write. */
+async function childStopped(
+  deps: WorkerDeps,
+  tenantId: string,
+  childId: string | undefined,
+): Promise<boolean> {
+  if (!childId) return true;
+  const child = await getSession(deps.db, tenantId, childId);
+  if (!child) return true;
+  return (child.status === 'idle' || child.status === 'error') && child.abortRequestedSeq === null;
+}
+
+/** Re-adds the flow of running batches whose parent job Redis lost (see the top of the file). */
+async function reconcileBatches(deps: WorkerDeps, afterMs: number): Promise<ReconcileResult['batches']> {
+  const out: ReconcileResult['batches'] = [];
+  for (const batch of await listRunningBatches(deps.db, { olderThanMs: afterMs })) {
+    try {
+      const state = await deps.queues.batch.getJobState(jobIds.batch(batch.batchId));
+      if (state !== 'unknown') continue;
+      await addBatchFlow(deps.queues, batch);
+      out.push({ tenantId: batch.tenantId, batchId: batch.batchId, items: batch.items.length });
+      deps.logger.warn(
+        { tenantId: batch.tenantId, batchId: batch.batchId, items: batch.items.length },
+        'reconciler re-added a lost batch flow',
+      );
+    } catch (err) {
+      deps.logger.warn(
+        { err, tenantId: batch.tenantId, batchId: batch.batchId },
+        'reconciler could not check a batch',
+      );
+    }
+  }
+  return out;
+}
+
 /** The scheduler's processor. */
 export async function processReconcile(deps: WorkerDeps, job: Job<ReconcileJob>): Promise<void> {
   let result: ReconcileResult;
@@ -182,7 +311,7 @@ export async function processReconcile(deps: WorkerDeps, job: Job<ReconcileJob>)
     deps.logger.warn({ err, jobId: job.id }, 'reconciler pass failed');
     return;
   }
-  if (result.candidates > 0)
+  if (result.candidates > 0 || result.batches.length > 0)
     deps.logger.info(
       {
         jobId: job.id,
@@ -191,6 +320,7 @@ export async function processReconcile(deps: WorkerDeps, job: Job<ReconcileJob>)
         pending: result.pending,
         moved: result.moved,
         woken: result.woken.length,
+        batches: result.batches.length,
       },
       'reconciler pass',
     );

@@ -40,6 +40,19 @@ export class SessionWriter {
     return result;
   }
 
+  /**
+   * A fenced write that is ONE statement (its own transaction) checking the fence itself, e.g.
+   * db startAssistantStep: no BEGIN/COMMIT round trips. `fn` must throw StaleFenceError and write
+   * nothing when the fence is stale; the events are published after it returns (committed).
+   */
+  async writeStatement<T>(fn: (emit: (e: SessionEvent) => void) => Promise<T>): Promise<T> {
+    const events: SessionEvent[] = [];
+    const result = await fn((e) => events.push(e));
+    await this.publish(events);
+    await afterRunStopped(this.deps, this.ctx, events);
+    return result;
+  }
+
   async publish(events: SessionEvent[]): Promise<void> {
     try {
       await publishEvents(this.deps.redis, this.deps.keys, this.ctx.sessionId, events);

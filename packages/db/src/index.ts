@@ -54,6 +54,14 @@ export {
   type StartCompactionInput,
   startCompaction,
 } from './repo/compactions.ts';
+export {
+  type FencedCte,
+  fencedStatement,
+  finishStepCte,
+  insertPartsCte,
+  updateAssistantInfoCte,
+  updatePartsCte,
+} from './repo/fenced-statement.ts';
 export { type LoadHistoryOptions, loadHistory } from './repo/history.ts';
 export { findIdempotentResponse, saveIdempotentResponse } from './repo/idempotency.ts';
 export type {
@@ -87,7 +95,11 @@ export {
 export { insertPart, insertParts, updatePart } from './repo/parts.ts';
 export {
   type ListStalledSessionsOptions,
+  type ListStalledWaitingOptions,
+  listRunningBatches,
   listStalledSessions,
+  listStalledWaitingSessions,
+  type StalledBatch,
   type StalledSession,
 } from './repo/reconcile.ts';
 export {
@@ -109,6 +121,7 @@ export {
   transitionSessionStatus,
   updateSessionProgress,
 } from './repo/sessions.ts';
+export { type StartAssistantStepInput, startAssistantStep } from './repo/step-start.ts';
 export { type FinishStepInput, finishStep, listSteps, type StartStepInput, startStep } from './repo/steps.ts';
 export {
   createTenant,

@@ -1,8 +1,18 @@
+import type { ToolPart } from '@loopline/core';
 import { sql } from 'kysely';
 import { describe, expect } from 'vitest';
 import { pgTest as test } from '../../testkit/src/fixtures.ts';
 import { makeSession, makeSessionWithTenant } from '../../testkit/src/index.ts';
-import { acquireFence, listStalledSessions, setSessionStatus } from '../src/index.ts';
+import {
+  acquireFence,
+  appendUserMessage,
+  createAssistantMessage,
+  insertPart,
+  listStalledSessions,
+  listStalledWaitingSessions,
+  recordAbortRequest,
+  setSessionStatus,
+} from '../src/index.ts';
 
 // The reconciler's read: sessions with work due whose row has not changed for a while, across
 // tenants (or one), the stalest first.
@@ -53,5 +63,65 @@ describe('listStalledSessions', () => {
     ).toEqual([running.id]);
     expect(await listStalledSessions(pg.db, { statuses, idleForMs: 30_000, limit: 1 })).toHaveLength(1);
     expect(await listStalledSessions(pg.db, { statuses: [], idleForMs: 0 })).toEqual([]);
+  });
+});
+
+describe('listStalledWaitingSessions', () => {
+  test('lists waiting sessions a wake-up is due for, never those legitimately waiting', async ({ pg }) => {
+    const { tenant, agent } = await makeSessionWithTenant(pg.db);
+    /** A waiting session whose reply holds one running deferred call with `metadata`. */
+    const waitingOn = async (metadata: Record<string, unknown>) => {
+      const s = await makeSession(pg.db, tenant.id, { agent });
+      const user = await appendUserMessage(pg.db, {
+        tenantId: tenant.id,
+        sessionId: s.id,
+        agent: 'build',
+        parts: [{ type: 'text', text: 'go', tokens: 1 }],
+      });
+      await pg.db.transaction().execute(async (trx) => {
+        const msg = await createAssistantMessage(trx, {
+          tenantId: tenant.id,
+          sessionId: s.id,
+          parentId: user.info.id,
+          model: 'compatible/mock',
+          agent: 'build',
+        });
+        const part: ToolPart = {
+          id: `prt_${s.id}`,
+          sessionId: s.id,
+          messageId: msg.id,
+          type: 'tool',
+          callId: `call_${s.id}`,
+          tool: 'pick',
+          tokens: 1,
+          state: { status: 'running', input: {}, metadata, time: { start: Date.now() } },
+        };
+        await insertPart(trx, tenant.id, part);
+      });
+      await setSessionStatus(pg.db, tenant.id, s.id, 'waiting');
+      await age(pg.db, s.id, 60);
+      return s.id;
+    };
+    const child = async (status: 'running' | 'idle') => {
+      const c = await makeSession(pg.db, tenant.id, { agent });
+      await setSessionStatus(pg.db, tenant.id, c.id, status);
+      return c.id;
+    };
+    const timeout = await waitingOn({ awaiting: 'client', deadline: Date.now() + 60_000, timeoutMs: 60_000 });
+    const forever = await waitingOn({ awaiting: 'client' });
+    const childDone = await waitingOn({ awaiting: 'subagent', childSessionId: await child('idle') });
+    const childBusy = await waitingOn({ awaiting: 'subagent', childSessionId: await child('running') });
+    const aborted = await waitingOn({ awaiting: 'client' });
+    await recordAbortRequest(pg.db, tenant.id, aborted);
+    await age(pg.db, aborted, 60);
+    const fresh = await waitingOn({ awaiting: 'client', deadline: Date.now() });
+    await age(pg.db, fresh, 0);
+
+    const listed = await listStalledWaitingSessions(pg.db, { idleForMs: 30_000 });
+    expect(new Set(listed.map((s) => s.sessionId))).toEqual(new Set([timeout, childDone, aborted]));
+    expect(listed.every((s) => s.status === 'waiting')).toBe(true);
+    expect(listed.map((s) => s.sessionId)).not.toContain(forever);
+    expect(listed.map((s) => s.sessionId)).not.toContain(childBusy);
+    expect(listed.map((s) => s.sessionId)).not.toContain(fresh);
   });
 });

@@ -28,7 +28,23 @@ export function parseModelRef(modelRef: string): { provider: ModelRefProvider; i
   return { provider: m[1] as ModelRefProvider, id: m[2]! };
 }
 
+// Model objects are plain configuration (no connection, no per-request state), so one per model
+// ref, key, base URL and headers is reused across steps instead of building the provider (and its
+// settings middleware) on every step. Bounded: a process sees a handful of model configurations.
+const MODEL_CACHE_MAX = 256;
+const modelCache = new Map<string, LanguageModel>();
+
 export function createModel(modelRef: string, opts: ModelOptions = {}): LanguageModel {
+  const key = JSON.stringify([modelRef, opts.apiKey ?? null, opts.baseURL ?? null, opts.headers ?? null]);
+  const cached = modelCache.get(key);
+  if (cached) return cached;
+  const model = buildModel(modelRef, opts);
+  if (modelCache.size >= MODEL_CACHE_MAX) modelCache.delete(modelCache.keys().next().value!);
+  modelCache.set(key, model);
+  return model;
+}
+
+function buildModel(modelRef: string, opts: ModelOptions): LanguageModel {
   const { provider, id } = parseModelRef(modelRef);
   if (provider === 'openai') {
     if (!opts.apiKey) throw new LooplineError('ConfigError', `${modelRef} needs an apiKey`);

@@ -50,6 +50,12 @@ export interface MockLlmOptions {
   scenario?: ScenarioInput;
   /** Fastify's pino request logging. Default off. */
   logger?: boolean;
+  /**
+   * Count prompt tokens per message, memoised (tokens.ts), instead of re-encoding the whole
+   * request every call: for benchmarks, where the mock shares the CPUs with what is measured.
+   * Counts may differ from the exact ones by a few tokens. Default off (exact).
+   */
+  tokenMemo?: boolean;
 }
 
 export interface MockLlm {
@@ -73,6 +79,7 @@ interface State {
   cache: PromptCache;
   calls: RecordedCall[];
   seq: number;
+  tokenMemo: boolean;
 }
 
 function meta(conv: Conversation, seq: number): WireMeta {
@@ -86,7 +93,7 @@ function meta(conv: Conversation, seq: number): WireMeta {
 
 function decide(state: State, conv: Conversation): { plan: Plan; call: RecordedCall; latencyMs: number } {
   const { scenario } = state;
-  const tokens = promptTokens(conv);
+  const tokens = promptTokens(conv, state.tokenMemo);
   const cached = scenario.promptCache ? state.cache.lookup(tokens) : 0;
   const index = state.calls.length;
   let plan: Plan;
@@ -205,6 +212,7 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
     cache: new PromptCache(),
     calls: [],
     seq: 0,
+    tokenMemo: opts.tokenMemo ?? false,
   };
   // Load the encoder now (≈ 0.3 s), not inside the first request's latency budget.
   countText('warm up');

@@ -22,6 +22,10 @@ export function countText(text: string): number {
  * per-message overhead of real chat formats.
  */
 export function serialisePrompt(conv: Conversation): string {
+  return promptSegments(conv).join('');
+}
+
+function promptSegments(conv: Conversation): string[] {
   const out: string[] = [];
   if (conv.tools.length > 0) out.push(`<|tools|>\n${JSON.stringify(conv.tools)}\n`);
   if (conv.system !== '') out.push(`<|system|>\n${conv.system}\n`);
@@ -34,11 +38,39 @@ export function serialisePrompt(conv: Conversation): string {
     }
   }
   out.push('<|assistant|>\n');
-  return out.join('');
+  return out;
 }
 
-export function promptTokens(conv: Conversation): Uint32Array {
-  return enc().encode_ordinary(serialisePrompt(conv));
+// Memoised counting (opt-in, `tokenMemo`): every segment of the serialisation (tools, system, one
+// message) is encoded once and remembered, so a long conversation re-sent on every step costs a
+// lookup per message instead of a full re-encode (13.5 ms at 100 steps of the bench chain). Each
+// segment starts with a marker and ends with a newline, so the sum differs from encoding the
+// whole text by a token here and there at most; exact callers (the default) encode the whole text.
+const SEGMENT_CACHE_MAX = 100_000;
+const segmentCache = new Map<string, Uint32Array>();
+
+function segmentTokens(segment: string): Uint32Array {
+  let tokens = segmentCache.get(segment);
+  if (tokens === undefined) {
+    tokens = enc().encode_ordinary(segment);
+    if (segmentCache.size >= SEGMENT_CACHE_MAX) segmentCache.clear();
+    segmentCache.set(segment, tokens);
+  }
+  return tokens;
+}
+
+export function promptTokens(conv: Conversation, memo = false): Uint32Array {
+  if (!memo) return enc().encode_ordinary(serialisePrompt(conv));
+  const parts = promptSegments(conv).map(segmentTokens);
+  let length = 0;
+  for (const p of parts) length += p.length;
+  const out = new Uint32Array(length);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
 }
 
 const CACHE_MIN = 1024;

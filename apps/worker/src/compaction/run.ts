@@ -1,4 +1,12 @@
-import { type CompactionPart, compactionRange, errorData, isCompletedSummary } from '@loopline/core';
+import {
+  type CompactionPart,
+  compactionRange,
+  errorData,
+  isAbortedReply,
+  isCompletedSummary,
+  turnAborted,
+  type WithParts,
+} from '@loopline/core';
 import type { CompactionReason } from '@loopline/db';
 import { limitsFor } from '@loopline/llm';
 import { PRIORITY } from '@loopline/queue';
@@ -21,7 +29,10 @@ import { abandonSummary, openSummary, summaryMessageId } from './summary-message
 //
 // POST …/abort (control/abort.ts): the broadcast cancels this job's signal, which stops the
 // summary's model call; the run is then closed without a summary (abandonSummary) and the caller
-// ends the turn (`aborted`). A run that starts after an abort was recorded does not start at all.
+// ends the turn (`aborted`). A run that starts after an abort was recorded does not start at all,
+// nor does one whose turn an abort already ended after its compaction point was set (the abort's
+// step got the lock first, e.g. an abort during the prune pass before it): the point stays pending
+// and the next message runs it, as after an abort during the summary.
 
 export interface RunCompactionInput {
   markerId: string;
@@ -42,6 +53,10 @@ export async function runCompaction(
   if (ctx.session.abortRequestedSeq !== null) {
     log.info('abort requested before the compaction started; not compacting');
     return 'aborted';
+  }
+  if (abortedAfter(ctx.history, input.markerId)) {
+    log.info('the turn was aborted after its compaction point was set; not compacting');
+    return undefined;
   }
   const range = compactionRange(ctx.history, input.markerId);
   if (!range) {
@@ -104,6 +119,13 @@ export async function runCompaction(
   );
   if (next === 'step') await wake(deps, tenantId, sessionId, input.markerId, sessionPriority(ctx.session));
   return next;
+}
+
+/** The current turn ended with an aborted reply written after the marker (no new turn since). */
+function abortedAfter(history: WithParts[], markerId: string): boolean {
+  const marker = history.find((m) => m.info.id === markerId);
+  if (!marker || !turnAborted(history)) return false;
+  return history.some((m) => isAbortedReply(m) && m.info.seq > marker.info.seq);
 }
 
 /** compaction.model, else the agent's model (with the agent's limits only when it is the same model). */

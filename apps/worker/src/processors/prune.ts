@@ -1,10 +1,12 @@
 import { autoCompactEnabled, pendingCompaction } from '@loopline/core';
+import { getSession } from '@loopline/db';
 import { PRIORITY, type PruneJob } from '@loopline/queue';
 import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { scheduleBackground } from '../compaction/background.ts';
 import { appendCompactionMarker } from '../compaction/marker.ts';
 import { prunePass } from '../compaction/prune-pass.ts';
+import { endAbortedTurn } from '../control/abort.ts';
 import type { WorkerDeps } from '../deps.ts';
 import { sessionPriority } from '../fairness/options.ts';
 import { workerJobIds } from '../job-ids.ts';
@@ -19,6 +21,8 @@ import type { SessionWriter } from '../session-writer.ts';
 // - purpose `compact`: the loop needs room; prune first, and only if that is not enough (or the
 //   provider rejected the request) append the compaction marker and hand over to the compaction
 //   job. When pruning alone brings the estimate under the trigger, the loop just continues.
+//   An abort recorded meanwhile (POST …/abort does not cancel a prune job: it makes no model call)
+//   ends the turn here instead: no compaction point is set for a turn that was stopped.
 
 export async function processPrune(deps: WorkerDeps, job: Job<PruneJob>, token?: string): Promise<void> {
   await withSessionLease(deps, job, token, async ({ writer, attempt }) => {
@@ -40,12 +44,20 @@ export async function processPrune(deps: WorkerDeps, job: Job<PruneJob>, token?:
 async function compactIfNeeded(
   deps: WorkerDeps,
   writer: SessionWriter,
-  ctx: SessionContext,
+  initial: SessionContext,
   data: PruneJob,
   log: Logger,
 ): Promise<void> {
   const { tenantId, sessionId, fence } = writer.ctx;
+  let ctx = initial;
   const stepCount = ctx.session.stepCount;
+  await deps.racepoint?.('prune:before-compaction');
+  // Re-read: the abort may have landed during the pass. 'continue': a newer message starts a turn.
+  if ((await getSession(deps.db, tenantId, sessionId))?.abortRequestedSeq != null) {
+    const outcome = await endAbortedTurn(deps, writer, log);
+    if (outcome === 'stopped') return;
+    if (outcome === 'continue') ctx = (await loadContext(deps, tenantId, sessionId)) ?? ctx;
+  }
   // A marker written by an earlier run of this job (or another runner) is the one to run.
   const pending = pendingCompaction(ctx.view);
   if (pending) {

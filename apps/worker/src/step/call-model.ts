@@ -16,11 +16,15 @@ import {
   type WithParts,
 } from '@loopline/core';
 import {
-  createAssistantMessage,
+  fencedStatement,
   finishStep,
+  finishStepCte,
+  insertPartsCte,
   type SessionInfo,
-  startStep,
+  startAssistantStep,
+  updateAssistantInfoCte,
   updateMessageInfo,
+  updatePartsCte,
 } from '@loopline/db';
 import { createModel, type LlmEvent, streamStep } from '@loopline/llm';
 import { isUserAbort } from '../control/abort.ts';
@@ -69,44 +73,28 @@ export async function callModel(
   const messageId = newId('msg');
   const stepId = newId('stp');
 
-  // One transaction: the fence check also takes the message's seq, counts the step and sets the
-  // status (db withFence patch), then the message, its step-start and the step ledger row.
+  // One statement (db startAssistantStep, its own transaction): the fence check also takes the
+  // message's seq, counts the step and sets the status, then the message, its step-start and the
+  // step ledger row, all conditional on the fence.
   const starting = session.status !== 'running';
   const stepStart: Part = { id: newId('prt'), sessionId, messageId, tokens: 0, type: 'step-start' };
-  const assistant = await writer.write(
-    async (trx, emit, row) => {
-      const msg = await createAssistantMessage(trx, {
-        tenantId,
-        sessionId,
-        id: messageId,
-        seq: row.lastSeq,
-        parentId: input.parentId,
-        model: agent.model,
-        agent: session.agentName,
-        step,
-        parts: [stepStart], // inserted with the message, one statement
-      });
-      await startStep(trx, {
-        id: stepId,
-        tenantId,
-        sessionId,
-        step,
-        kind: 'step',
-        jobId: input.job.id,
-        attempt: input.job.attempt,
-        fence: writer.ctx.fence,
-      });
-      emit({ type: 'message.updated', message: msg });
-      emit({ type: 'part.updated', part: stepStart });
-      if (starting) emit({ type: 'session.status', status: 'running' });
-      return msg;
-    },
-    {
-      allocateSeq: true,
-      stepCount: step,
-      ...(starting ? { status: { status: 'running' as const, detail: null, error: null } } : {}),
-    },
-  );
+  const assistant = await writer.writeStatement(async (emit) => {
+    const msg = await startAssistantStep(deps.db, writer.ctx, {
+      messageId,
+      parentId: input.parentId,
+      model: agent.model,
+      agent: session.agentName,
+      step,
+      now: Date.now(),
+      parts: [stepStart], // inserted with the message, same statement
+      ...(starting ? { status: 'running' as const } : {}),
+      stepRow: { id: stepId, jobId: input.job.id, attempt: input.job.attempt },
+    });
+    emit({ type: 'message.updated', message: msg });
+    emit({ type: 'part.updated', part: stepStart });
+    if (starting) emit({ type: 'session.status', status: 'running' });
+    return msg;
+  });
 
   const { system, toolConfigs } = input.shape;
   const toolDefs = input.lastStep ? [] : input.shape.tools;
@@ -210,7 +198,15 @@ export async function callModel(
   let results: ToolResultWrite[] = [];
   if (recorder.tools.some((t) => t.state.status === 'pending')) {
     const running = (call: ToolPart) => !isDeferredCall(call, toolConfigs, agent);
-    await writer.write((trx, emit) => recorder.persist(trx, emit, { running }));
+    // One statement: the fence check and the parts (db fencedStatement), no BEGIN/COMMIT.
+    const { updates, inserts, emitted } = recorder.collect({ running });
+    await writer.writeStatement(async (emit) => {
+      await fencedStatement(deps.db, writer.ctx, {}, [
+        ...(updates.length > 0 ? [updatePartsCte(tenantId, updates)] : []),
+        ...(inserts.length > 0 ? [insertPartsCte(tenantId, inserts)] : []),
+      ]);
+      for (const part of emitted) emit({ type: 'part.updated', part });
+    });
     results = await runTools(deps, writer, agent, recorder.tools, toolConfigs, input.signal, {
       deferLast: true,
     });
@@ -225,36 +221,53 @@ export async function callModel(
   const ratio = learnRatio(session.tokenRatio ?? familyPrior(agent.model), providerInput, sentTokens);
   // The finish: the fence check writes the session's progress; then the parts not written yet
   // (a step without tools), the last tool result, the step-finish part, the message, the ledger.
-  await writer.write(
-    async (trx, emit) => {
-      for (const r of results) await writeToolResult(trx, emit, r);
-      const info: AssistantMessage = {
-        ...assistant,
-        finish: finish.finish,
-        usage: finish.usage,
-        time: { ...assistant.time, completed: Date.now() },
-      };
-      const stepFinish: Part = {
-        id: newId('prt'),
-        sessionId,
-        messageId,
-        tokens: 0,
-        type: 'step-finish',
-        reason: finish.finish ?? 'other',
-        usage: finish.usage,
-      };
-      // The stream's parts not written yet (a step without tools) and the step-finish: one INSERT.
-      await recorder.persist(trx, emit, { append: [stepFinish] });
-      await updateMessageInfo(trx, tenantId, info);
-      await finishStep(trx, tenantId, stepId, {
-        outcome: finish.finish ?? 'other',
-        usage: finish.usage,
-        responseId: finish.responseId,
-      });
+  const info: AssistantMessage = {
+    ...assistant,
+    finish: finish.finish,
+    usage: finish.usage,
+    time: { ...assistant.time, completed: Date.now() },
+  };
+  const stepFinish: Part = {
+    id: newId('prt'),
+    sessionId,
+    messageId,
+    tokens: 0,
+    type: 'step-finish',
+    reason: finish.finish ?? 'other',
+    usage: finish.usage,
+  };
+  const progress = { lastUsage: { usage: finish.usage, messageSeq: assistant.seq }, tokenRatio: ratio };
+  const stepEnd = { outcome: finish.finish ?? 'other', usage: finish.usage, responseId: finish.responseId };
+  if (results.every((r) => !r.full)) {
+    // One statement (db fencedStatement): the fence check with the session's usage and ratio, the
+    // last tool result(s), the parts not written yet (a step without tools) and the step-finish,
+    // the message, the ledger row; no BEGIN/COMMIT.
+    const { updates, inserts, emitted } = recorder.collect({ append: [stepFinish] });
+    const updated = new Map<string, Part>();
+    for (const p of updates) updated.set(p.id, p);
+    for (const r of results) updated.set(r.part.id, r.part);
+    await writer.writeStatement(async (emit) => {
+      await fencedStatement(deps.db, writer.ctx, progress, [
+        ...(updated.size > 0 ? [updatePartsCte(tenantId, [...updated.values()])] : []),
+        insertPartsCte(tenantId, inserts),
+        updateAssistantInfoCte(tenantId, info),
+        finishStepCte(tenantId, stepId, stepEnd),
+      ]);
+      for (const r of results) emit({ type: 'part.updated', part: r.part });
+      for (const part of emitted) emit({ type: 'part.updated', part });
       emit({ type: 'message.updated', message: info });
-    },
-    { lastUsage: { usage: finish.usage, messageSeq: assistant.seq }, tokenRatio: ratio },
-  );
+    });
+    return { type: 'continue', usage: finish.usage };
+  }
+  // A tool output was cut (its full text goes to tool_outputs): the transaction path.
+  await writer.write(async (trx, emit) => {
+    for (const r of results) await writeToolResult(trx, emit, r);
+    // The stream's parts not written yet (a step without tools) and the step-finish: one INSERT.
+    await recorder.persist(trx, emit, { append: [stepFinish] });
+    await updateMessageInfo(trx, tenantId, info);
+    await finishStep(trx, tenantId, stepId, stepEnd);
+    emit({ type: 'message.updated', message: info });
+  }, progress);
   return { type: 'continue', usage: finish.usage };
 }
 

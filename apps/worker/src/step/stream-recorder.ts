@@ -141,12 +141,25 @@ export class StreamRecorder {
    * in stream order, and emits their part.updated events. Runnable tool calls go in as running.
    */
   async persist(trx: Trx, emit: (e: SessionEvent) => void, opts: PersistOptions = {}): Promise<void> {
-    const now = Date.now();
     const tenantId = this.writer.ctx.tenantId;
+    const { updates, inserts, emitted } = this.collect(opts);
+    for (const part of updates) await updatePart(trx, tenantId, part);
+    await insertParts(trx, tenantId, inserts);
+    for (const part of emitted) emit({ type: 'part.updated', part });
+  }
+
+  /**
+   * Deferred mode, for a one-statement fenced write (db fencedStatement): what persist would
+   * write, as `updates` (rows a flush already inserted) and `inserts` (in stream order, then
+   * `append`), with the part.updated events to emit once it is committed. Marks them written.
+   */
+  collect(opts: PersistOptions = {}): { updates: Part[]; inserts: Part[]; emitted: Part[] } {
+    const now = Date.now();
     // New rows go in with one statement, in stream order (then `append`); rows a flush already
     // inserted are updated. Inserted parts all come after the flushed ones (a flush writes every
     // part started so far), so the order of parts.seq stays the stream's.
     const inserts: Part[] = [];
+    const updates: Part[] = [];
     const changed: Part[] = [];
     for (const entry of this.entries) {
       let part = entry.part;
@@ -157,16 +170,16 @@ export class StreamRecorder {
       }
       if (!entry.dirty) continue;
       changed.push(part);
-      if (entry.persisted) await updatePart(trx, tenantId, part);
+      if (entry.persisted) updates.push(part);
       else inserts.push(part);
       entry.persisted = true;
       entry.dirty = false;
     }
     const appended = opts.append ?? [];
-    await insertParts(trx, tenantId, [...inserts, ...appended]);
-    for (const part of [...changed, ...appended]) emit({ type: 'part.updated', part });
+    inserts.push(...appended);
     this.pendingEvents = [];
     this.tools = this.entries.flatMap((e) => (e.part.type === 'tool' ? [e.part] : []));
+    return { updates, inserts, emitted: [...changed, ...appended] };
   }
 
   private async flush(): Promise<void> {

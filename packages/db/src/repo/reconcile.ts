@@ -16,6 +16,24 @@ export interface StalledSession {
   boundarySeq: number | null;
 }
 
+interface StalledRow {
+  id: string;
+  tenant_id: string;
+  status: SessionStatus;
+  fence: number;
+  kind: SessionKind;
+  boundary_seq: number | null;
+}
+
+const toStalled = (r: StalledRow): StalledSession => ({
+  tenantId: r.tenant_id,
+  sessionId: r.id,
+  status: r.status,
+  fence: r.fence,
+  kind: r.kind,
+  boundarySeq: r.boundary_seq,
+});
+
 export interface ListStalledSessionsOptions {
   /** Statuses in which a job or a lock holder should exist (queued, running, compacting). */
   statuses: readonly SessionStatus[];
@@ -45,12 +63,99 @@ export async function listStalledSessions(
     );
   if (opts.tenantId !== undefined) query = query.where('tenant_id', '=', opts.tenantId);
   const rows = await query.orderBy('updated_at', 'asc').orderBy('id', 'asc').limit(limit).execute();
-  return rows.map((r) => ({
-    tenantId: r.tenant_id,
-    sessionId: r.id,
-    status: r.status,
-    fence: r.fence,
-    kind: r.kind,
-    boundarySeq: r.boundary_seq,
+  return rows.map(toStalled);
+}
+
+export interface ListStalledWaitingOptions {
+  idleForMs: number;
+  tenantId?: string;
+  /** Default 500, at most 5,000, the stalest first. */
+  limit?: number;
+}
+
+/**
+ * `waiting` sessions untouched for `idleForMs` that something should wake: an abort is recorded
+ * (its step job was lost), or their log holds a deferred call still running that either is a client call with a deadline (its timeout job must
+ * exist, or fire now) or waits for a child session that has stopped (idle or error: its
+ * notification should have woken the parent). A session waiting only for client calls without a
+ * timeout, or only for children still at work, is legitimately waiting and never listed, so such
+ * sessions cannot crowd the others out of `limit`. The caller re-checks the log (deferredCalls).
+ */
+export async function listStalledWaitingSessions(
+  db: Db,
+  opts: ListStalledWaitingOptions,
+): Promise<StalledSession[]> {
+  const limit = Math.min(Math.max(Math.trunc(opts.limit ?? 500), 1), 5000);
+  const { rows } = await sql<StalledRow>`
+    select s.id, s.tenant_id, s.status, s.fence, s.kind, s.boundary_seq
+    from sessions s
+    where s.status = 'waiting'
+      and s.updated_at < now() - make_interval(secs => ${Math.max(0, opts.idleForMs) / 1000}::double precision)
+      ${opts.tenantId !== undefined ? sql`and s.tenant_id = ${opts.tenantId}` : sql``}
+      and (s.abort_requested_seq is not null or exists (
+        select 1 from messages m
+        join parts p on p.message_id = m.id
+        where m.session_id = s.id and m.role = 'assistant' and m.seq >= coalesce(s.boundary_seq, 0)
+          and p.type = 'tool' and p.data->'state'->>'status' = 'running'
+          and (
+            (p.data->'state'->'metadata'->>'awaiting' = 'client'
+              and p.data->'state'->'metadata' ? 'deadline')
+            or (p.data->'state'->'metadata'->>'awaiting' = 'subagent'
+              and not exists (
+                select 1 from sessions c
+                where c.id = p.data->'state'->'metadata'->>'childSessionId'
+                  and c.tenant_id = s.tenant_id
+                  and (c.status not in ('idle', 'error') or c.abort_requested_seq is not null))))))
+    order by s.updated_at asc, s.id asc
+    limit ${limit}`.execute(db);
+  return rows.map(toStalled);
+}
+
+export interface StalledBatch {
+  tenantId: string;
+  batchId: string;
+  /** Its unfinished items (status active), index order. */
+  items: { index: number; sessionId: string }[];
+}
+
+/**
+ * Batches still `running` that were created more than `olderThanMs` ago (so the gateway has
+ * long added their flow), with their active items: the reconciler re-adds the flow of those whose
+ * parent job Redis no longer has. Batches are few next to sessions: a scan of the running ones.
+ */
+export async function listRunningBatches(
+  db: Db,
+  opts: { olderThanMs: number; limit?: number },
+): Promise<StalledBatch[]> {
+  const limit = Math.min(Math.max(Math.trunc(opts.limit ?? 100), 1), 1000);
+  const batches = await db
+    .selectFrom('batches')
+    .select(['id', 'tenant_id'])
+    .where('status', '=', 'running')
+    .where(
+      'created_at',
+      '<',
+      sql<Date>`now() - make_interval(secs => ${Math.max(0, opts.olderThanMs) / 1000}::double precision)`,
+    )
+    .orderBy('created_at', 'asc')
+    .limit(limit)
+    .execute();
+  if (batches.length === 0) return [];
+  const items = await db
+    .selectFrom('batch_items')
+    .select(['batch_id', 'idx', 'session_id'])
+    .where(
+      'batch_id',
+      'in',
+      batches.map((b) => b.id),
+    )
+    .where('status', '=', 'active')
+    .orderBy('batch_id')
+    .orderBy('idx')
+    .execute();
+  return batches.map((b) => ({
+    tenantId: b.tenant_id,
+    batchId: b.id,
+    items: items.filter((i) => i.batch_id === b.id).map((i) => ({ index: i.idx, sessionId: i.session_id })),
   }));
 }

@@ -1,0 +1,113 @@
+import type { AssistantMessage, Part, SessionStatus } from '@loopline/core';
+import { sql } from 'kysely';
+import type { Db } from '../client.ts';
+import { StaleFenceError } from '../errors.ts';
+import type { Fence } from '../fence.ts';
+import { toJson } from '../tables/columns.ts';
+import { messageInfo, partData } from './mappers.ts';
+import { getMessage } from './messages.ts';
+
+// The opening write of a model step as ONE statement (its own transaction) instead of five
+// (BEGIN, the fence check with the seq/step-count/status patch, the message with its parts, the
+// ledger row, COMMIT). The fence check is the first CTE: `UPDATE sessions … WHERE "fence" = $n
+// RETURNING last_seq` takes the session row lock and the new seq; every insert selects from it,
+// so a stale fence (zero rows) writes nothing at all, and the statement's atomicity is the
+// transaction's. The fault tests' audit sees the same thing as with withFence: a fence check,
+// then the writes, in one transaction.
+
+export interface StartAssistantStepInput {
+  messageId: string;
+  parentId: string;
+  model: string;
+  agent: string;
+  step: number;
+  /** time.created (ms). */
+  now: number;
+  /** New parts of the message (fresh ids), inserted with it in order (e.g. its step-start). */
+  parts: Part[];
+  /** Also set the session's status (detail and error cleared). */
+  status?: SessionStatus;
+  stepRow: { id: string; jobId: string; attempt: number };
+}
+
+export async function startAssistantStep(
+  db: Db,
+  f: Fence,
+  input: StartAssistantStepInput,
+): Promise<AssistantMessage> {
+  const info: AssistantMessage = {
+    id: input.messageId,
+    sessionId: f.sessionId,
+    seq: 0, // the statement's seq, set below
+    role: 'assistant',
+    time: { created: input.now },
+    parentId: input.parentId,
+    model: input.model,
+    agent: input.agent,
+    step: input.step,
+  };
+  const statusSet =
+    input.status !== undefined
+      ? sql`, "status" = ${input.status}, "status_detail" = null, "error" = null`
+      : sql``;
+  const parts =
+    input.parts.length === 0
+      ? sql`select 0 as n`
+      : sql`insert into parts (id, tenant_id, session_id, message_id, type, data, tokens)
+          select v.id, m.tenant_id, m.session_id, m.id, v.type, v.data, v.tokens
+          from m cross join (values ${sql.join(
+            input.parts.map(
+              (p, i) =>
+                sql`(${i}::int, ${p.id}::text, ${p.type}::text, ${toJson(partData(p))}::jsonb, ${p.tokens}::int)`,
+            ),
+          )}) as v(ord, id, type, data, tokens)
+          order by v.ord
+          returning id`;
+  const { rows } = await sql<{ last_seq: number; inserted: number }>`
+    with f as (
+      update "sessions" set "updated_at" = now(), "step_count" = ${input.step}, "last_seq" = last_seq + 1${statusSet}
+      where "id" = ${f.sessionId} and "tenant_id" = ${f.tenantId} and "fence" = ${f.fence}
+      returning last_seq
+    ),
+    m as (
+      insert into messages (id, tenant_id, session_id, seq, role, info)
+      select ${info.id}, ${f.tenantId}, ${f.sessionId}, f.last_seq, 'assistant', ${toJson(messageInfo(info))}::jsonb
+      from f
+      on conflict (id) do nothing
+      returning id, tenant_id, session_id
+    ),
+    p as (${parts}),
+    s as (
+      insert into steps (id, tenant_id, session_id, step, kind, job_id, attempt, fence, message_id)
+      select ${input.stepRow.id}, ${f.tenantId}, ${f.sessionId}, ${input.step}, 'step', ${input.stepRow.jobId},
+        ${input.stepRow.attempt}, ${f.fence}, null
+      from f
+      on conflict (id) do nothing
+      returning id
+    )
+    select f.last_seq, (select count(*) from m)::int as inserted, (select count(*) from p)::int as parts,
+      (select count(*) from s)::int as steps
+    from f`.execute(db);
+  const row = rows[0];
+  if (!row) {
+    const current = await db
+      .selectFrom('sessions')
+      .select('fence')
+      .where('id', '=', f.sessionId)
+      .where('tenant_id', '=', f.tenantId)
+      .executeTakeFirst();
+    throw new StaleFenceError({
+      sessionId: f.sessionId,
+      fence: f.fence,
+      currentFence: current?.fence ?? null,
+    });
+  }
+  if (row.inserted === 0) {
+    // A concurrent insert won the (fresh) id: as createAssistantMessage, return that row.
+    const existing = (await getMessage(db, f.tenantId, f.sessionId, info.id))?.info;
+    if (existing?.role !== 'assistant')
+      throw new Error(`message id ${info.id} is taken outside session ${f.sessionId}`);
+    return existing;
+  }
+  return { ...info, seq: row.last_seq };
+}
