@@ -1,6 +1,4 @@
 import { spawnSync } from 'node:child_process';
-import os from 'node:os';
-import path from 'node:path';
 import { closeDb, createDb, type Db } from '@loopline/db';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,7 +6,7 @@ import { isPgClientCrash } from '../support/chaos.ts';
 import { type FaultToolServer, startFaultToolServer } from '../support/fault-tools.ts';
 import { installFenceAudit } from '../support/fence-audit.ts';
 import { checkInvariants, type SessionExpectation } from '../support/invariants.ts';
-import { type Crash, WORKER_APP_PREFIX, WorkerPool } from '../support/procs.ts';
+import { type Crash, stackWorkerPool, WORKER_APP_PREFIX, type WorkerPool } from '../support/procs.ts';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
 import { sleep } from '../support/wait.ts';
 
@@ -68,17 +66,7 @@ beforeAll(async () => {
     timeoutMs: 10_000,
   });
   await client.agent('agent', { tools: ['slow'] });
-  pool = new WorkerPool(
-    {
-      databaseUrl: stack.databaseUrl,
-      redisUrl: stack.redisUrl,
-      namespace: stack.namespace,
-      llmUrl: stack.mock.url,
-      lockMs: 2000,
-      stalledMs: 1000,
-    },
-    path.join(os.tmpdir(), `loopline-faults-${stack.namespace}`),
-  );
+  pool = stackWorkerPool(stack, { lockMs: 2000, stalledMs: 1000 });
   pool.supervise = true;
   pool.start();
   pool.start();

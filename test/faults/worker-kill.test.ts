@@ -1,7 +1,5 @@
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { WorkerPool } from '../support/procs.ts';
+import { stackWorkerPool, type WorkerPool } from '../support/procs.ts';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
 import { until } from '../support/wait.ts';
 
@@ -30,17 +28,7 @@ beforeAll(async () => {
     },
   });
   client = await stack.tenant();
-  pool = new WorkerPool(
-    {
-      databaseUrl: stack.databaseUrl,
-      redisUrl: stack.redisUrl,
-      namespace: stack.namespace,
-      llmUrl: stack.mock.url,
-      lockMs: 2000,
-      stalledMs: 1000,
-    },
-    path.join(os.tmpdir(), `loopline-worker-kill-${stack.namespace}`),
-  );
+  pool = stackWorkerPool(stack, { lockMs: 2000, stalledMs: 1000 });
   await client.tool('slow', {
     kind: 'webhook',
     description: 'a slow tool',

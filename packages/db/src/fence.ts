@@ -64,17 +64,23 @@ export async function withFence<T>(
       .where('fence', '=', f.fence)
       .returning('last_seq')
       .executeTakeFirst();
-    if (!updated) {
-      const row = await trx
-        .selectFrom('sessions')
-        .select('fence')
-        .where('id', '=', f.sessionId)
-        .where('tenant_id', '=', f.tenantId)
-        .executeTakeFirst();
-      throw new StaleFenceError({ sessionId: f.sessionId, fence: f.fence, currentFence: row?.fence ?? null });
-    }
+    if (!updated) throw await staleFenceError(trx, f);
     return fn(trx, { lastSeq: updated.last_seq });
   });
+}
+
+/**
+ * The error for a fenced write that matched no session row: a newer runner took the fence (or the
+ * session is gone). Reads the current fence for the error's data; every fenced write path uses it.
+ */
+export async function staleFenceError(db: Db | Trx, f: Fence): Promise<StaleFenceError> {
+  const row = await db
+    .selectFrom('sessions')
+    .select('fence')
+    .where('id', '=', f.sessionId)
+    .where('tenant_id', '=', f.tenantId)
+    .executeTakeFirst();
+  return new StaleFenceError({ sessionId: f.sessionId, fence: f.fence, currentFence: row?.fence ?? null });
 }
 
 /** Takes the next fencing token for a session (called by the holder of the Redis lock). */

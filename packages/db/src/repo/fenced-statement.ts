@@ -1,8 +1,7 @@
 import type { AssistantMessage, ErrorData, Part, Usage } from '@loopline/core';
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../client.ts';
-import { StaleFenceError } from '../errors.ts';
-import type { Fence } from '../fence.ts';
+import { type Fence, staleFenceError } from '../fence.ts';
 import { toJson, toJsonOrNull } from '../tables/columns.ts';
 import { messageInfo, partData } from './mappers.ts';
 import type { SessionProgress } from './sessions.ts';
@@ -54,19 +53,7 @@ export async function fencedStatement(
        else 'fenced statement: a row it writes is missing (nothing written)' end)::int as ok
     from f`.execute(db);
   const row = rows[0];
-  if (!row) {
-    const current = await db
-      .selectFrom('sessions')
-      .select('fence')
-      .where('id', '=', f.sessionId)
-      .where('tenant_id', '=', f.tenantId)
-      .executeTakeFirst();
-    throw new StaleFenceError({
-      sessionId: f.sessionId,
-      fence: f.fence,
-      currentFence: current?.fence ?? null,
-    });
-  }
+  if (!row) throw await staleFenceError(db, f);
   return row.last_seq;
 }
 

@@ -1,8 +1,7 @@
 import type { AssistantMessage, Part, SessionStatus } from '@loopline/core';
 import { sql } from 'kysely';
 import type { Db } from '../client.ts';
-import { StaleFenceError } from '../errors.ts';
-import type { Fence } from '../fence.ts';
+import { type Fence, staleFenceError } from '../fence.ts';
 import { toJson } from '../tables/columns.ts';
 import { messageInfo, partData } from './mappers.ts';
 import { getMessage } from './messages.ts';
@@ -89,19 +88,7 @@ export async function startAssistantStep(
       (select count(*) from s)::int as steps
     from f`.execute(db);
   const row = rows[0];
-  if (!row) {
-    const current = await db
-      .selectFrom('sessions')
-      .select('fence')
-      .where('id', '=', f.sessionId)
-      .where('tenant_id', '=', f.tenantId)
-      .executeTakeFirst();
-    throw new StaleFenceError({
-      sessionId: f.sessionId,
-      fence: f.fence,
-      currentFence: current?.fence ?? null,
-    });
-  }
+  if (!row) throw await staleFenceError(db, f);
   if (row.inserted === 0) {
     // A concurrent insert won the (fresh) id: as createAssistantMessage, return that row.
     const existing = (await getMessage(db, f.tenantId, f.sessionId, info.id))?.info;
