@@ -36,6 +36,12 @@ export interface GatewayDeps {
    * limit), and the window (default a minute; tests shorten it). Counters live in Redis.
    */
   rateLimit?: { perMinute?: number; timeWindowMs?: number };
+  /**
+   * How long this process trusts an API key it has checked (and its tenant's limits) before asking
+   * PostgreSQL again (LOOPLINE_AUTH_CACHE_MS; default 2,000; 0 = no cache). A key revoked or limits
+   * changed through this process apply at once, through another process within this bound.
+   */
+  authCacheMs?: number;
   /** POST /v1/batches: most conversations per batch (default 10,000), body limit (default 32 MiB). */
   batches?: { maxConversations?: number; bodyLimit?: number };
   /** Prometheus registry and metrics (plugins/metrics.ts); default: a new one per app. */

@@ -80,6 +80,7 @@ export async function main(): Promise<void> {
       timeWindowMs: int('LOOPLINE_RATE_LIMIT_WINDOW_MS', 60_000),
     },
     batches: { maxConversations: int('LOOPLINE_BATCH_MAX_CONVERSATIONS', 10_000) },
+    authCacheMs: int('LOOPLINE_AUTH_CACHE_MS', 2_000),
     ...(process.env.PUBLIC_URL ? { publicUrl: process.env.PUBLIC_URL } : {}),
   });
 

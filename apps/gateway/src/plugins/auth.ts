@@ -13,7 +13,7 @@ import { HttpError } from '../lib/http-error.ts';
 export interface TenantContext {
   id: string;
   keyId: string;
-  /** The tenant's limits (read with the key; at most LOOPLINE_AUTH_CACHE_MS old, see AUTH_CACHE_MS). */
+  /** The tenant's limits (read with the key; at most `authCacheMs` old, GatewayDeps). */
   limits: TenantLimits;
 }
 
@@ -39,23 +39,12 @@ export function tenantOf(request: FastifyRequest): TenantContext {
   return request.tenant;
 }
 
-/**
- * How long a gateway process trusts a key it has checked (and its tenant's limits) before asking
- * PostgreSQL again: a key revoked or limits changed through this process apply at once, through
- * another gateway process within this bound (LOOPLINE_AUTH_CACHE_MS, 0 turns the cache off).
- */
-const AUTH_CACHE_MS = cacheMs(process.env.LOOPLINE_AUTH_CACHE_MS, 2_000);
-
-function cacheMs(raw: string | undefined, fallback: number): number {
-  const n = raw === undefined || raw === '' ? fallback : Number(raw);
-  return Number.isFinite(n) && n >= 0 ? n : fallback;
-}
-
 export function tenantAuth(deps: GatewayDeps): onRequestAsyncHookHandler {
+  const cacheMs = deps.authCacheMs ?? 2_000;
   return async (request, reply) => {
     const key = bearer(request.headers.authorization);
     if (!key) throw new HttpError('unauthorized', 'Missing API key: send Authorization: Bearer <api key>');
-    const auth = await authenticateApiKeyCached(deps.db, key, AUTH_CACHE_MS);
+    const auth = await authenticateApiKeyCached(deps.db, key, cacheMs);
     if (!auth) throw new HttpError('unauthorized', 'Invalid or revoked API key');
     request.tenant = { id: auth.tenantId, keyId: auth.keyId, limits: auth.limits };
     // Every later log line of this request (including Fastify's own) carries the tenant.

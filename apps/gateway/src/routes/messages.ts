@@ -59,7 +59,7 @@ export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
         });
       const key = request.headers['idempotency-key'];
       if (key === undefined) {
-        // The common case in 4 statements: no session read before the transaction (lib/append.ts).
+        // The common case: one statement, no session read before it (lib/append.ts).
         const { response } = await appendMessageAndWake(deps, request.log, {
           tenantId,
           sessionId,
