@@ -15,6 +15,7 @@ import {
 } from './plugins/metrics.ts';
 import { registerOpenApi } from './plugins/openapi.ts';
 import { registerRateLimit } from './plugins/rate-limit.ts';
+import { genReqId, installRequestIdEcho } from './plugins/request-id.ts';
 import { installRequestLogContext } from './plugins/request-log.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { agentRoutes } from './routes/agents.ts';
@@ -52,6 +53,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const app = Fastify({
     logger: deps.logger ?? false,
     bodyLimit: BODY_LIMIT,
+    genReqId, // x-request-id or a UUID (plugins/request-id.ts)
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     // Errors raised before routing (bad percent-encoding, over-long ids) get the problem body too.
     frameworkErrors: (err, request, reply) => {
@@ -70,6 +72,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   app.decorate('deps', { ...deps, tokenizer: deps.tokenizer ?? createTokenizer('o200k_base'), metrics });
   app.decorateRequest('tenant', null);
 
+  installRequestIdEcho(app);
   installErrorHandling(app);
   installRequestMetrics(app, metrics);
   installRequestLogContext(app); // tenantId/sessionId on request logs, after auth

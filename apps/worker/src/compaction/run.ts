@@ -105,7 +105,10 @@ export async function runCompaction(
   }
   await deps.racepoint?.('compaction:before-commit');
   const next = await commitCompaction(writer, { ctx, range, opened, result, model: model.ref });
-  deps.metrics?.compaction(result.rung, range.part.background ? 'background' : reasonOf(range.part));
+  deps.metrics?.compaction(result.rung, range.part.background ? 'background' : reasonOf(range.part), {
+    seconds: (Date.now() - started) / 1000,
+    tokensSaved: ctx.estimate - result.tokensAfter,
+  });
   log.info(
     {
       rung: result.rung,

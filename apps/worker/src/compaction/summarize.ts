@@ -103,6 +103,7 @@ async function summarizeOnce(deps: WorkerDeps, input: SummarizeInput): Promise<S
     seconds: secondsSince(started),
     outcome: signal.aborted ? 'aborted' : finish && !failure ? 'finish' : 'error',
     usage: finish?.usage,
+    ...(failure && !signal.aborted ? { error: failure } : {}),
   });
   const partIds = recorder ? [...recorder.written] : [];
   if (signal.aborted) return { ok: false, error: { kind: 'aborted', message: 'aborted' }, partIds };
