@@ -17,6 +17,7 @@ import { registerOpenApi } from './plugins/openapi.ts';
 import { registerRateLimit } from './plugins/rate-limit.ts';
 import { genReqId, installRequestIdEcho } from './plugins/request-id.ts';
 import { installRequestLogContext } from './plugins/request-log.ts';
+import { installTracing } from './plugins/tracing.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { agentRoutes } from './routes/agents.ts';
 import { batchRoutes } from './routes/batches.ts';
@@ -73,6 +74,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   app.decorateRequest('tenant', null);
 
   installRequestIdEcho(app);
+  installTracing(app); // OpenTelemetry server spans, only when tracing is on
   installErrorHandling(app);
   installRequestMetrics(app, metrics);
   installRequestLogContext(app); // tenantId/sessionId on request logs, after auth

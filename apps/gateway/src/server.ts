@@ -6,6 +6,7 @@ import {
   keySpace,
   redisConfigFromEnv,
 } from '@loopline/queue';
+import { startTracing } from '@loopline/telemetry';
 import { pino } from 'pino';
 import { buildApp } from './app.ts';
 
@@ -55,6 +56,10 @@ export async function main(): Promise<void> {
   });
   // Fastify's logger exists once the app is built; the boot step logs with the same pino settings.
   const bootLogger = pino({ level: process.env.LOG_LEVEL ?? 'info', name: 'gateway' });
+  // OpenTelemetry traces when OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_TRACES_EXPORTER) asks for them;
+  // started before the app is built, which installs its request spans only then.
+  const tracing = await startTracing({ serviceName: 'loopline-gateway' });
+  if (tracing) bootLogger.info('tracing on (OpenTelemetry)');
   await migrateWhenReady(db, {
     onRetry: (err, attempt, waitMs) =>
       bootLogger.warn({ err, attempt, waitMs }, 'database not reachable at start, retrying'),
@@ -99,6 +104,7 @@ export async function main(): Promise<void> {
       await queues.close();
       redis.disconnect();
       await closeDb(db);
+      await tracing?.shutdown();
       app.log.info('stopped');
     } catch (err) {
       app.log.error({ err }, 'shutdown failed');

@@ -1,6 +1,7 @@
 import { createDb, migrateWhenReady } from '@loopline/db';
-import { createTokenizer } from '@loopline/llm';
+import { createTokenizer, enableModelTracing } from '@loopline/llm';
 import { createQueues, createRedis, keySpace, redisConfigFromEnv } from '@loopline/queue';
+import { startTracing } from '@loopline/telemetry';
 import { pino } from 'pino';
 import type { WorkerDeps } from './deps.ts';
 import { defaultFairness } from './fairness/options.ts';
@@ -54,7 +55,11 @@ export function depsFromEnv(logger = pino({ level: env.LOG_LEVEL ?? 'info', name
 }
 
 async function main() {
+  // OpenTelemetry traces when OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_TRACES_EXPORTER) asks for them.
+  const tracing = await startTracing({ serviceName: 'loopline-worker' });
+  if (tracing) enableModelTracing();
   const deps = depsFromEnv();
+  if (tracing) deps.logger.info('tracing on (OpenTelemetry)');
   await migrateWhenReady(deps.db, {
     onRetry: (err, attempt, waitMs) =>
       deps.logger.warn({ err, attempt, waitMs }, 'database not reachable at start, retrying'),
@@ -98,6 +103,7 @@ async function main() {
     await deps.queues.close();
     deps.redis.disconnect();
     await deps.db.destroy();
+    await tracing?.shutdown().catch((err) => deps.logger.warn({ err }, 'trace export at shutdown failed'));
     process.exit(0);
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));

@@ -67,6 +67,7 @@ async function summarizeOnce(deps: WorkerDeps, input: SummarizeInput): Promise<S
   let failure: ClassifiedError | undefined;
   const started = performance.now();
   const events = streamStep({
+    purpose: 'summary',
     model: createModel(model.ref, { apiKey: deps.llm.apiKey, baseURL: model.baseURL ?? deps.llm.baseURL }),
     system: [COMPACTION_SYSTEM_PROMPT],
     messages: input.messages,

@@ -9,6 +9,8 @@ import {
   truncateToolOutput,
 } from '@loopline/core';
 import { saveToolOutput, type Trx, updatePart } from '@loopline/db';
+import { sessionAttributes, withSpan } from '@loopline/telemetry';
+import { SpanStatusCode } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { WorkerDeps } from '../deps.ts';
 import type { SessionWriter } from '../session-writer.ts';
@@ -114,24 +116,38 @@ async function runOne(
 
   let result: ToolResult | undefined;
   let failure: string | undefined;
-  try {
-    if (call.tool === 'read_output') result = await readOutput(deps, writer.ctx, input);
-    else {
-      const tool = tools.get(call.tool);
-      if (!tool) throw new LooplineError('UnknownToolError', `Unknown tool "${call.tool}"`);
-      if (tool.kind !== 'webhook')
-        throw new LooplineError('ToolError', `Tool "${call.tool}" is not a webhook tool`);
-      result = await callWebhook(
-        tool,
-        { callId: call.callId, sessionId, tenantId, name: call.tool, input },
-        deps.webhookPolicy,
-        signal,
-      );
-    }
-  } catch (err) {
-    if (signal.aborted) throw err; // lease lost or aborted: the next runner marks it interrupted
-    failure = describeToolError(err);
-  }
+  // A span per execution (tracing on): the tool, its call id, the outcome; never its input or output.
+  await withSpan(
+    `tool ${call.tool}`,
+    {
+      attributes: {
+        ...sessionAttributes(writer.ctx),
+        'gen_ai.tool.name': call.tool,
+        'gen_ai.tool.call.id': call.callId,
+      },
+    },
+    async (span) => {
+      try {
+        if (call.tool === 'read_output') result = await readOutput(deps, writer.ctx, input);
+        else {
+          const tool = tools.get(call.tool);
+          if (!tool) throw new LooplineError('UnknownToolError', `Unknown tool "${call.tool}"`);
+          if (tool.kind !== 'webhook')
+            throw new LooplineError('ToolError', `Tool "${call.tool}" is not a webhook tool`);
+          result = await callWebhook(
+            tool,
+            { callId: call.callId, sessionId, tenantId, name: call.tool, input },
+            deps.webhookPolicy,
+            signal,
+          );
+        }
+      } catch (err) {
+        if (signal.aborted) throw err; // lease lost or aborted: the next runner marks it interrupted
+        failure = describeToolError(err);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: failure });
+      }
+    },
+  );
 
   const end = Date.now();
   deps.metrics?.toolCall(result ? 'completed' : 'error', (end - start) / 1000);

@@ -1,0 +1,10 @@
+export {
+  contextFromTraceparent,
+  currentTraceparent,
+  markTracingActive,
+  sessionAttributes,
+  tracer,
+  tracingActive,
+  withSpan,
+} from './context.ts';
+export { startTracing, type Tracing, tracesExporterFromEnv } from './sdk.ts';
