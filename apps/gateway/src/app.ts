@@ -29,6 +29,7 @@ import { messageRoutes } from './routes/messages.ts';
 import { sessionControlRoutes } from './routes/session-control.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { toolRoutes } from './routes/tools.ts';
+import { webhookRoutes } from './routes/webhooks.ts';
 
 // buildApp(deps): the whole HTTP gateway, with no I/O of its own until a request arrives.
 // server.ts listens and handles signals; tests call inject() (STYLE 18).
@@ -108,6 +109,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
       await v1.register(contextRoutes);
       await v1.register(sessionControlRoutes); // abort, client tool results
       await v1.register(batchRoutes);
+      await v1.register(webhookRoutes); // event webhooks: subscriptions, deliveries
     },
     { prefix: '/v1' },
   );

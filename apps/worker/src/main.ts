@@ -74,6 +74,7 @@ async function main() {
       title: int('WORKER_TITLE_CONCURRENCY', 2),
       batch: int('WORKER_BATCH_CONCURRENCY', 2),
       batchItem: int('WORKER_BATCH_ITEM_CONCURRENCY', 16),
+      webhook: int('WORKER_WEBHOOK_CONCURRENCY', 8),
     },
     jobLockMs: int('WORKER_JOB_LOCK_MS', defaultWorkerOptions.jobLockMs),
     stalledIntervalMs: int('WORKER_STALLED_INTERVAL_MS', defaultWorkerOptions.stalledIntervalMs),

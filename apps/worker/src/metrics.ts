@@ -17,6 +17,7 @@ import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client
 //   loopline_compaction_duration_seconds{rung,reason}     a compaction run, summary request → commit
 //   loopline_compaction_saved_tokens{rung,reason}         tokens before − after of one compaction
 //   loopline_provider_errors_total{purpose,kind,class}    failed model requests by error class
+//   loopline_webhook_deliveries_total{outcome}            event webhook attempts: delivered, retried, failed
 //   loopline_prune_parts_total{purpose}, loopline_prune_saved_tokens_total{purpose}
 //   loopline_lock_waits_total{queue}                      jobs delayed because the session was locked
 //   loopline_fence_rejections_total{queue,cause}          runs superseded (StaleFenceError, lock lost)
@@ -54,6 +55,8 @@ export interface WorkerMetrics {
   compaction(rung: string, reason: string, done?: { seconds: number; tokensSaved: number }): void;
   pruned(purpose: string, parts: number, tokens: number): void;
   title(outcome: 'generated' | 'failed' | 'skipped'): void;
+  /** An event webhook attempt (processors/webhook.ts). */
+  webhookDelivery(outcome: 'delivered' | 'retried' | 'failed'): void;
 }
 
 export interface WorkerMetricsOptions {
@@ -196,6 +199,13 @@ export function createWorkerMetrics(opts: WorkerMetricsOptions = {}): WorkerMetr
     registers,
   });
 
+  const webhookDeliveries = new Counter({
+    name: 'loopline_webhook_deliveries_total',
+    help: 'Event webhook attempts by outcome (delivered, retried, failed for good)',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+
   // Jobs a lease runner marked superseded (it returns normally, so the wrapper cannot tell).
   const supersededJobs = new WeakSet<object>();
 
@@ -248,6 +258,9 @@ export function createWorkerMetrics(opts: WorkerMetricsOptions = {}): WorkerMetr
     },
     title(outcome) {
       titles.inc({ outcome });
+    },
+    webhookDelivery(outcome) {
+      webhookDeliveries.inc({ outcome });
     },
   };
 }

@@ -11,6 +11,7 @@ import { processCompact } from './processors/compact.ts';
 import { processPrune } from './processors/prune.ts';
 import { processStep } from './processors/step.ts';
 import { processTitle } from './processors/title.ts';
+import { processWebhook } from './processors/webhook.ts';
 import { processReconcile } from './reconcile.ts';
 
 // Starts one BullMQ Worker per queue of the catalog, each parsing its payload at dequeue.
@@ -23,7 +24,16 @@ export interface WorkerOptions {
 }
 
 export const defaultWorkerOptions: WorkerOptions = {
-  concurrency: { step: 16, compact: 4, prune: 4, background: 2, title: 2, batch: 2, batchItem: 16 },
+  concurrency: {
+    step: 16,
+    compact: 4,
+    prune: 4,
+    background: 2,
+    title: 2,
+    batch: 2,
+    batchItem: 16,
+    webhook: 8,
+  },
   jobLockMs: 30_000,
   stalledIntervalMs: 15_000,
 };
@@ -48,6 +58,7 @@ export const processors: Processors = {
   batch: processBatch,
   batchItem: processBatchItem,
   reconcile: processReconcile,
+  webhook: processWebhook,
 };
 
 export function startWorkers(deps: WorkerDeps, opts: WorkerOptions = defaultWorkerOptions): Worker[] {
@@ -102,12 +113,14 @@ export function startWorkers(deps: WorkerDeps, opts: WorkerOptions = defaultWork
       // Per-minute completed/failed counts kept in Redis: bullmq_job_{completed,failed}_total on /metrics.
       metrics: { maxDataPoints: MetricsTime.ONE_WEEK },
     });
-    worker.on('failed', (job, err) =>
+    worker.on('failed', (job, err) => {
+      // A webhook attempt that failed is logged by its processor (warn, with the endpoint's answer).
+      if (kind === 'webhook') return;
       deps.logger.error(
         { err, jobId: job?.id, queue: kind, tenantId: job?.data?.tenantId, sessionId: job?.data?.sessionId },
         'job failed',
-      ),
-    );
+      );
+    });
     worker.on('error', (err) => deps.logger.error({ err, queue: kind }, 'worker error'));
     workers.push(worker);
   }

@@ -139,6 +139,19 @@ export {
   type ToolOutput,
 } from './repo/tool-outputs.ts';
 export { getTool, getToolsByName, listTools, putTool } from './repo/tools.ts';
+export {
+  deleteWebhookSubscription,
+  getWebhookDelivery,
+  getWebhookSubscription,
+  insertWebhookDeliveries,
+  listWebhookDeliveries,
+  listWebhookSubscriptions,
+  putWebhookSubscription,
+  recordWebhookAttempt,
+  resetWebhookDelivery,
+  type WebhookDelivery,
+  type WebhookSubscription,
+} from './repo/webhooks.ts';
 export type { DB } from './schema.ts';
 export type {
   BatchItemResult,
@@ -149,3 +162,4 @@ export type {
 export type { CompactionReason, CompactionStatus } from './tables/compaction.table.ts';
 export type { LastUsage } from './tables/session.table.ts';
 export type { StepKind, StepOutcome } from './tables/step.table.ts';
+export type { WebhookDeliveryStatus } from './tables/webhook.table.ts';

@@ -24,6 +24,7 @@ export async function registerOpenApi(app: FastifyInstance, publicUrl?: string):
         { name: 'agents', description: 'Agent definitions' },
         { name: 'tools', description: 'Tool definitions' },
         { name: 'sessions', description: 'Sessions, messages, events and compaction' },
+        { name: 'webhooks', description: 'Event webhooks: subscriptions and their deliveries' },
         { name: 'health', description: 'Liveness and readiness' },
         { name: 'operations', description: 'Prometheus metrics (operator token)' },
       ],
