@@ -1,7 +1,7 @@
 import type { Generated, Selectable } from 'kysely';
 import type { CreatedAt, Json, NullableTimestamp } from './columns.ts';
 
-// webhook_subscriptions and webhook_deliveries: event webhooks of a tenant (migration 0007).
+// webhook_subscriptions and webhook_deliveries: event webhooks of a tenant (migration 0009).
 
 export type WebhookDeliveryStatus = 'pending' | 'delivered' | 'failed';
 
