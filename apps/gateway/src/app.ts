@@ -1,4 +1,4 @@
-import type { Tokenizer } from '@loopline/core';
+import { redactUrl, type Tokenizer } from '@loopline/core';
 import { createTokenizer } from '@loopline/llm';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -13,6 +13,7 @@ import {
   installRequestMetrics,
   metricsRoutes,
 } from './plugins/metrics.ts';
+import { withRedaction } from './plugins/log-redaction.ts';
 import { registerOpenApi } from './plugins/openapi.ts';
 import { registerRateLimit } from './plugins/rate-limit.ts';
 import { installRequestLogContext } from './plugins/request-log.ts';
@@ -50,7 +51,7 @@ export const BULL_BOARD_PATH = '/admin/queues';
 export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   if (!deps.operatorToken) throw new Error('buildApp: operatorToken is required');
   const app = Fastify({
-    logger: deps.logger ?? false,
+    logger: withRedaction(deps.logger ?? false), // credentials never reach a log line
     bodyLimit: BODY_LIMIT,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     // Errors raised before routing (bad percent-encoding, over-long ids) get the problem body too.
@@ -59,7 +60,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
         err.code === 'FST_ERR_MAX_PARAM_LENGTH'
           ? { status: 404, code: 'not_found', message: 'Not found: a path parameter is too long' }
           : toProblem(err);
-      request.log.info({ code: problem.code, url: request.url }, problem.message);
+      request.log.info({ code: problem.code, url: redactUrl(request.url) }, problem.message);
       sendProblem(reply, problem);
     },
   }).withTypeProvider<ZodTypeProvider>();
