@@ -67,7 +67,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
 
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
-  const metrics = deps.metrics ?? createGatewayMetrics();
+  const metrics = deps.metrics ?? createGatewayMetrics({ tenantLabels: deps.metricsTenantLabels === true });
   app.decorate('deps', { ...deps, tokenizer: deps.tokenizer ?? createTokenizer('o200k_base'), metrics });
   app.decorateRequest('tenant', null);
 

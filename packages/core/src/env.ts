@@ -117,13 +117,13 @@ export function envFlag(doc: string, def = false) {
 /** A string; with a default, or optional (undefined when unset). */
 export function envString(def: string, doc: string, shown?: string): z.ZodType<string>;
 export function envString(def: undefined, doc: string, shown?: string): z.ZodType<string | undefined>;
-export function envString(def: string | undefined, doc: string, shown?: string) {
+export function envString(def: string | undefined, doc: string, shown?: string): z.ZodType<string | undefined> {
   const inner = def === undefined ? z.string().optional() : z.string().default(def);
   return documented(
     z.preprocess(unsetIfEmpty, inner),
     doc,
     shown ?? (def === undefined ? 'unset' : `\`${def}\``),
-  );
+  ) as z.ZodType<string | undefined>;
 }
 
 /** A required string (a secret, a URL the process cannot guess). */
@@ -136,7 +136,9 @@ export function envRequired(doc: string) {
 }
 
 /** A URL with one of the given schemes; with a default or optional. */
-export function envUrl(def: string | undefined, schemes: readonly string[], doc: string) {
+export function envUrl(def: string, schemes: readonly string[], doc: string): z.ZodType<string>;
+export function envUrl(def: undefined, schemes: readonly string[], doc: string): z.ZodType<string | undefined>;
+export function envUrl(def: string | undefined, schemes: readonly string[], doc: string): z.ZodType<string | undefined> {
   const inner = z
     .string()
     .refine((text) => {
@@ -150,7 +152,7 @@ export function envUrl(def: string | undefined, schemes: readonly string[], doc:
     z.preprocess(unsetIfEmpty, def === undefined ? inner.optional() : inner.default(def)),
     doc,
     def === undefined ? 'unset' : `\`${def}\``,
-  );
+  ) as z.ZodType<string | undefined>;
 }
 
 /** A comma-separated list (entries trimmed, empty ones dropped). */

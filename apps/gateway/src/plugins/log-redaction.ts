@@ -49,5 +49,5 @@ export function withRedaction(logger: FastifyServerOptions['logger']): FastifySe
     ...base,
     redact: redaction,
     serializers: { ...(base.serializers ?? {}), ...redactingSerializers },
-  } as FastifyServerOptions['logger'];
+  } as unknown as FastifyServerOptions['logger'];
 }
