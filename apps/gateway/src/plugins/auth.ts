@@ -1,8 +1,9 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { TenantLimits } from '@loopline/core';
-import { authenticateApiKeyCached } from '@loopline/db';
+import { authenticateApiKeyCached, cachedApiKey, hashApiKey } from '@loopline/db';
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
+import { authGuard } from '../lib/auth-guard.ts';
 import { HttpError } from '../lib/http-error.ts';
 
 // Authentication. Tenants: `Authorization: Bearer <api key>` on /v1/*, resolved to the
@@ -41,11 +42,35 @@ export function tenantOf(request: FastifyRequest): TenantContext {
 
 export function tenantAuth(deps: GatewayDeps): onRequestAsyncHookHandler {
   const cacheMs = deps.authCacheMs ?? 2_000;
+  // Failed lookups are throttled per client address and negative-cached (lib/auth-guard.ts).
+  const guard = authGuard({
+    failuresPerMinute: deps.authThrottle?.failuresPerMinute ?? 30,
+    negativeCacheMs: deps.authThrottle?.negativeCacheMs ?? 30_000,
+  });
   return async (request, reply) => {
     const key = bearer(request.headers.authorization);
     if (!key) throw new HttpError('unauthorized', 'Missing API key: send Authorization: Bearer <api key>');
-    const auth = await authenticateApiKeyCached(deps.db, key, cacheMs);
-    if (!auth) throw new HttpError('unauthorized', 'Invalid or revoked API key');
+    const hash = hashApiKey(key);
+    const invalid = () => new HttpError('unauthorized', 'Invalid or revoked API key');
+    if (guard.knownBad(hash)) {
+      guard.failed(request.ip, undefined);
+      throw invalid();
+    }
+    const retryAfter = guard.throttled(request.ip);
+    let auth = retryAfter === undefined ? undefined : cachedApiKey(hash);
+    if (retryAfter !== undefined && !auth) {
+      reply.header('retry-after', String(retryAfter));
+      throw new HttpError(
+        'rate_limited',
+        `Too many failed authentications from this address; retry in ${retryAfter} s`,
+        { retryAfterSeconds: retryAfter },
+      );
+    }
+    auth ??= await authenticateApiKeyCached(deps.db, key, cacheMs);
+    if (!auth) {
+      guard.failed(request.ip, hash);
+      throw invalid();
+    }
     request.tenant = { id: auth.tenantId, keyId: auth.keyId, limits: auth.limits };
     // Every later log line of this request (including Fastify's own) carries the tenant.
     request.log = request.log.child({ tenantId: auth.tenantId });
