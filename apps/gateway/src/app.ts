@@ -4,7 +4,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { GatewayDeps } from './deps.ts';
 import { inspectorPlugin } from './inspector/index.ts';
-import { operatorAuth, tenantAuth } from './plugins/auth.ts';
+import { operatorAuth, sameSecret, tenantAuth } from './plugins/auth.ts';
 import { bullBoardPlugin } from './plugins/bull-board.ts';
 import { installErrorHandling, sendProblem, toProblem } from './plugins/errors.ts';
 import {
@@ -14,6 +14,7 @@ import {
   metricsRoutes,
 } from './plugins/metrics.ts';
 import { withRedaction } from './plugins/log-redaction.ts';
+import { operatorLoginRoutes } from './plugins/operator-session.ts';
 import { registerOpenApi } from './plugins/openapi.ts';
 import { registerRateLimit } from './plugins/rate-limit.ts';
 import { installRequestLogContext } from './plugins/request-log.ts';
@@ -113,7 +114,13 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     basePath: BULL_BOARD_PATH,
     queues: deps.queues.all(),
     operatorToken: deps.operatorToken,
+    sessionMs: deps.operatorSessionMs,
   });
+  await app.register(operatorLoginRoutes, {
+    operatorToken: deps.operatorToken,
+    sameSecret,
+    ...(deps.operatorSessionMs !== undefined ? { sessionMs: deps.operatorSessionMs } : {}),
+  }); // /admin/login: the browser session of the inspector and Bull Board
   await app.register(inspectorPlugin); // /admin/inspector and /v1/admin/sessions (operator token)
 
   return app;
