@@ -50,8 +50,15 @@ function bounded(value: number, bounds: Bounds, ctx: z.RefinementCtx, unit = '')
   return value;
 }
 
-/** An integer count (no unit). */
-export function envInt(def: number | undefined, doc: string, bounds: Bounds = {}, shown?: string) {
+/** An integer count (no unit); undefined when unset and without a default. */
+export function envInt(def: number, doc: string, bounds?: Bounds, shown?: string): z.ZodType<number>;
+export function envInt(def: undefined, doc: string, bounds?: Bounds, shown?: string): z.ZodType<number | undefined>;
+export function envInt(
+  def: number | undefined,
+  doc: string,
+  bounds: Bounds = {},
+  shown?: string,
+): z.ZodType<number | undefined> {
   const schema = z.preprocess(
     unsetIfEmpty,
     z
