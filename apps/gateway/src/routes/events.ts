@@ -212,6 +212,10 @@ export const eventRoutes: FastifyPluginAsyncZod<EventRoutesOptions> = async (app
         close();
         raw.end();
         metrics.sseStreams.inc({ outcome });
+        // A hijacked reply skips the onResponse hook: count the request here, with its lifetime.
+        const labels = { method: 'GET', route: request.routeOptions.url ?? 'unmatched', status: '200' };
+        metrics.httpRequests.inc(labels);
+        metrics.httpDuration.observe(labels, reply.elapsedTime / 1000);
         log.info({ last: cursor, outcome }, 'sse closed');
       }
     },
