@@ -82,3 +82,11 @@ const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>]+|(?<![\w/])\/[^\s"'<>?]*\
 export function redactText(text: string): string {
   return text.replace(URL_IN_TEXT, (url) => redactUrl(url));
 }
+
+/**
+ * pino `hooks.logMethod`: the message text of every log call (the string arguments) with URLs
+ * redacted, for messages that quote a URL (framework errors, fetch failures).
+ */
+export function redactLogArguments(args: unknown[]): unknown[] {
+  return args.map((a) => (typeof a === 'string' && a.includes('?') ? redactText(a) : a));
+}

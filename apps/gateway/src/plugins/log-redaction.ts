@@ -1,4 +1,4 @@
-import { REDACT_PATHS, REDACTED, redactText, redactUrl } from '@loopline/core';
+import { REDACT_PATHS, REDACTED, redactLogArguments, redactText, redactUrl } from '@loopline/core';
 import type { FastifyRequest, FastifyServerOptions } from 'fastify';
 import { type LoggerOptions, stdSerializers } from 'pino';
 
@@ -36,9 +36,16 @@ export const redactingSerializers = {
 
 export const redaction: NonNullable<LoggerOptions['redact']> = { paths: [...REDACT_PATHS], censor: REDACTED };
 
+/** Message strings lose credential query parameters too. */
+export const redactionHooks: NonNullable<LoggerOptions['hooks']> = {
+  logMethod(args, method) {
+    method.apply(this, redactLogArguments(args) as Parameters<typeof method>);
+  },
+};
+
 /** pino options at `level` with the redaction (server.ts and the boot logger). */
 export function loggerOptions(level: string): LoggerOptions {
-  return { level, redact: redaction, serializers: redactingSerializers };
+  return { level, redact: redaction, serializers: redactingSerializers, hooks: redactionHooks };
 }
 
 /** Any Fastify logger option with the redaction added (false and instances pass through). */
@@ -48,6 +55,7 @@ export function withRedaction(logger: FastifyServerOptions['logger']): FastifySe
   return {
     ...base,
     redact: redaction,
+    hooks: redactionHooks,
     serializers: { ...(base.serializers ?? {}), ...redactingSerializers },
   } as unknown as FastifyServerOptions['logger'];
 }
