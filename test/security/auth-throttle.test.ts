@@ -1,4 +1,11 @@
-import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryResult, RootOperationNode, UnknownRow } from 'kysely';
+import type {
+  KyselyPlugin,
+  PluginTransformQueryArgs,
+  PluginTransformResultArgs,
+  QueryResult,
+  RootOperationNode,
+  UnknownRow,
+} from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../apps/gateway/src/app.ts';
 import { bearer, createTenant, OPERATOR, type Stack, startStack } from '../../apps/gateway/test/helpers.ts';
@@ -88,7 +95,11 @@ describe('failed API-key authentication', () => {
     // This address is throttled now (previous test). A key created now works from another
     // gateway process at once (no negative entry for it) ...
     const tenant = await createTenant(stack.app, 'fresh');
-    const other = await stack.app.inject({ method: 'GET', url: '/v1/agents', headers: bearer(tenant.apiKey) });
+    const other = await stack.app.inject({
+      method: 'GET',
+      url: '/v1/agents',
+      headers: bearer(tenant.apiKey),
+    });
     expect(other.statusCode).toBe(200);
     // ... and in this one, from a client address that is not throttled.
     const res = await gateway.inject({

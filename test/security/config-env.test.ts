@@ -39,22 +39,31 @@ describe('durations have explicit units', () => {
     expect(parseDurationMs('1.5s')).toBe(1_500);
     expect(parseDurationMs('2m')).toBe(120_000);
     expect(parseDurationMs('1h')).toBe(3_600_000);
-    for (const bad of ['abc', '', '15 sec', '-5', '1e3', '0x10', '15s5']) expect(parseDurationMs(bad), bad).toBeUndefined();
+    for (const bad of ['abc', '', '15 sec', '-5', '1e3', '0x10', '15s5'])
+      expect(parseDurationMs(bad), bad).toBeUndefined();
   });
 
   it('LOOPLINE_LOCK_TTL_MS=15s is a 15-second lock; abc and 15 (ms) are refused', () => {
     expect(workerConfigFromEnv({ LOOPLINE_LOCK_TTL_MS: '15s' }).LOOPLINE_LOCK_TTL_MS).toBe(15_000);
     expect(workerConfigFromEnv({ LOOPLINE_LOCK_TTL_MS: '15000' }).LOOPLINE_LOCK_TTL_MS).toBe(15_000);
     expect(workerConfigFromEnv({}).LOOPLINE_LOCK_TTL_MS).toBe(15_000);
-    expect(() => workerConfigFromEnv({ LOOPLINE_LOCK_TTL_MS: 'abc' })).toThrow(/LOOPLINE_LOCK_TTL_MS must be milliseconds/);
+    expect(() => workerConfigFromEnv({ LOOPLINE_LOCK_TTL_MS: 'abc' })).toThrow(
+      /LOOPLINE_LOCK_TTL_MS must be milliseconds/,
+    );
     // A bare "15" is 15 ms: below the floor of a lock TTL, so an error rather than a silent 15 ms lock.
-    expect(() => workerConfigFromEnv({ LOOPLINE_LOCK_TTL_MS: '15' })).toThrow(/LOOPLINE_LOCK_TTL_MS must be between/);
+    expect(() => workerConfigFromEnv({ LOOPLINE_LOCK_TTL_MS: '15' })).toThrow(
+      /LOOPLINE_LOCK_TTL_MS must be between/,
+    );
   });
 });
 
 describe('every variable is checked', () => {
   it('gateway: integers, flags, URLs and the required token, all errors at once', () => {
-    const env = gatewayConfigFromEnv({ ...GATEWAY, LOOPLINE_AUTH_CACHE_MS: '2s', LOOPLINE_DISABLE_PRUNE: 'yes' });
+    const env = gatewayConfigFromEnv({
+      ...GATEWAY,
+      LOOPLINE_AUTH_CACHE_MS: '2s',
+      LOOPLINE_DISABLE_PRUNE: 'yes',
+    });
     expect(env.LOOPLINE_AUTH_CACHE_MS).toBe(2_000);
     expect(env.LOOPLINE_DISABLE_PRUNE).toBe(true);
     expect(env.PORT).toBe(3000);
@@ -117,11 +126,17 @@ describe('every variable is checked', () => {
       for (const name of readdirSync(dir)) {
         const path = join(dir, name);
         if (statSync(path).isDirectory()) walk(path);
-        else if (path.endsWith('.ts') && /process\.env\b/.test(readFileSync(path, 'utf8'))) offenders.push(path);
+        else if (path.endsWith('.ts') && /process\.env\b/.test(readFileSync(path, 'utf8')))
+          offenders.push(path);
       }
     };
     for (const app of ['apps/gateway/src', 'apps/worker/src']) walk(join(root, app));
-    const allowed = ['apps/gateway/src/server.ts', 'apps/gateway/src/config.ts', 'apps/worker/src/main.ts', 'apps/worker/src/config.ts'];
+    const allowed = [
+      'apps/gateway/src/server.ts',
+      'apps/gateway/src/config.ts',
+      'apps/worker/src/main.ts',
+      'apps/worker/src/config.ts',
+    ];
     expect(offenders.map((p) => p.slice(root.length)).filter((p) => !allowed.includes(p))).toEqual([]);
   });
 });

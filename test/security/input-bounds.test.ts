@@ -42,7 +42,11 @@ describe('invalid UTF-8', () => {
       ['POST', `/v1/sessions/${t.sessionId}/messages`, withBadBytes('{"text":"@@"}', [0xc3])], // truncated sequence
       ['POST', `/v1/sessions/${t.sessionId}/messages`, withBadBytes('{"text":"@@"}', [0xed, 0xa0, 0x80])], // encoded surrogate
       ['PUT', '/v1/agents/bad_utf8', withBadBytes('{"model":"compatible/m","system":"@@"}', [0x80])],
-      ['POST', '/v1/sessions', withBadBytes('{"agent":"helper","title":"@@"}', [0xf8, 0x88, 0x80, 0x80, 0x80])],
+      [
+        'POST',
+        '/v1/sessions',
+        withBadBytes('{"agent":"helper","title":"@@"}', [0xf8, 0x88, 0x80, 0x80, 0x80]),
+      ],
     ];
     for (const [method, path, body] of cases) {
       const res = await send(method, path, body);
@@ -57,7 +61,11 @@ describe('invalid UTF-8', () => {
   });
 
   it('valid multi-byte UTF-8 is stored as sent', async () => {
-    const res = await send('POST', `/v1/sessions/${t.sessionId}/messages`, JSON.stringify({ text: 'héllo 你好 😀' }));
+    const res = await send(
+      'POST',
+      `/v1/sessions/${t.sessionId}/messages`,
+      JSON.stringify({ text: 'héllo 你好 😀' }),
+    );
     expect(res.status).toBe(202);
   });
 });
@@ -106,13 +114,25 @@ describe('agent and tool configs', () => {
 
   it('refuses repeated tool names (1,000 copies of one, or two) and too many tools', async () => {
     const before = await rowCounts(stack.db);
-    for (const tools of [Array(1000).fill('search'), ['search', 'fetch', 'search'], Array.from({ length: 300 }, (_, i) => `t${i}`)]) {
-      const res = await send('PUT', '/v1/agents/many_tools', JSON.stringify({ model: 'compatible/m', tools }));
+    for (const tools of [
+      Array(1000).fill('search'),
+      ['search', 'fetch', 'search'],
+      Array.from({ length: 300 }, (_, i) => `t${i}`),
+    ]) {
+      const res = await send(
+        'PUT',
+        '/v1/agents/many_tools',
+        JSON.stringify({ model: 'compatible/m', tools }),
+      );
       expect(res.status).toBe(400);
       expect(JSON.stringify(res.body.error.details)).toContain('/tools');
     }
     // The same through a session's overrides.
-    const session = await send('POST', '/v1/sessions', JSON.stringify({ agent: 'helper', overrides: { tools: ['a', 'a'] } }));
+    const session = await send(
+      'POST',
+      '/v1/sessions',
+      JSON.stringify({ agent: 'helper', overrides: { tools: ['a', 'a'] } }),
+    );
     expect(session.status).toBe(400);
     const bounds = await send(
       'POST',

@@ -1,7 +1,13 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  bearer,
+  OPERATOR,
+  type Stack,
+  startStack,
+  tenantWithSession,
+} from '../../apps/gateway/test/helpers.ts';
 import { createWorkerLogger } from '../../apps/worker/src/logger.ts';
-import { bearer, OPERATOR, type Stack, startStack, tenantWithSession } from '../../apps/gateway/test/helpers.ts';
 
 // Secrets stay out of logs and URLs: the operator token, API keys, cookies and credential query
 // parameters never appear in a gateway or worker log line; the browser login posts the token once
@@ -46,14 +52,18 @@ describe('gateway logs', () => {
   it('never contain the operator token, API keys, cookies or credential query parameters', async () => {
     const from = logs.lines.length;
     // ?token= of the browser login, with another parameter around it
-    const login = await fetch(`${base}/admin/inspector?session=${t.sessionId}&token=${OPERATOR}`, { redirect: 'manual' });
+    const login = await fetch(`${base}/admin/inspector?session=${t.sessionId}&token=${OPERATOR}`, {
+      redirect: 'manual',
+    });
     expect(login.status).toBe(302);
     const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
     await fetch(`${base}/admin/inspector`, { headers: { cookie } });
     await fetch(`${base}/admin/queues?token=${OPERATOR}`, { redirect: 'manual' });
     await fetch(`${base}/admin/queues?token=wrong-${OPERATOR}`, { redirect: 'manual' });
     // API key in the header and (wrongly) in the query; other credential parameters
-    await fetch(`${base}/v1/sessions/${t.sessionId}?api_key=${t.apiKey}&access_token=${t.apiKey}x`, { headers: t.auth });
+    await fetch(`${base}/v1/sessions/${t.sessionId}?api_key=${t.apiKey}&access_token=${t.apiKey}x`, {
+      headers: t.auth,
+    });
     await fetch(`${base}/v1/sessions/nope?token=${t.apiKey}`, { headers: bearer(`${t.apiKey}zz`) });
     // A framework error (bad percent-encoding) logs the URL too
     await fetch(`${base}/v1/sessions/%E0%A4%A?token=${OPERATOR}`, { headers: t.auth });
@@ -61,7 +71,9 @@ describe('gateway logs', () => {
     const lines = logs.lines.slice(from);
     noSecretsIn(lines, [OPERATOR, t.apiKey, cookie.split('=')[1]!]);
     // The request lines are still there, with the parameter names and [REDACTED] values.
-    const urls = lines.map((l) => JSON.parse(l) as { req?: { url?: string } }).flatMap((l) => (l.req?.url ? [l.req.url] : []));
+    const urls = lines
+      .map((l) => JSON.parse(l) as { req?: { url?: string } })
+      .flatMap((l) => (l.req?.url ? [l.req.url] : []));
     expect(urls).toContain(`/admin/inspector?session=${t.sessionId}&token=[REDACTED]`);
     expect(urls).toContain(`/v1/sessions/${t.sessionId}?api_key=[REDACTED]&access_token=[REDACTED]`);
   });
@@ -70,7 +82,11 @@ describe('gateway logs', () => {
     const from = logs.lines.length;
     stack.app.log.info(
       {
-        headers: { authorization: `Bearer ${t.apiKey}`, cookie: 'loopline_operator=abc', 'x-api-key': t.apiKey },
+        headers: {
+          authorization: `Bearer ${t.apiKey}`,
+          cookie: 'loopline_operator=abc',
+          'x-api-key': t.apiKey,
+        },
         options: { apiKey: t.apiKey, nested: { password: OPERATOR } },
         url: `https://example.test/cb?token=${OPERATOR}&ok=1`,
       },
@@ -90,13 +106,25 @@ describe('worker logs', () => {
     const out = capture();
     const log = createWorkerLogger('info', out.stream);
     log.info(
-      { tool: 'search', request: { headers: { authorization: 'Bearer tenant-secret-1' }, url: 'http://h/x?token=tenant-secret-2' } },
+      {
+        tool: 'search',
+        request: {
+          headers: { authorization: 'Bearer tenant-secret-1' },
+          url: 'http://h/x?token=tenant-secret-2',
+        },
+      },
       'webhook call',
     );
     log.warn({ url: 'http://user:tenant-secret-3@h/x?sig=tenant-secret-4' }, 'webhook refused');
     log.error({ err: new Error('GET http://h/y?api_key=tenant-secret-5 failed') }, 'tool failed');
     log.info('calling http://h/z?token=tenant-secret-6');
-    noSecretsIn(out.lines, ['tenant-secret-1', 'tenant-secret-3', 'tenant-secret-4', 'tenant-secret-5', 'tenant-secret-6']);
+    noSecretsIn(out.lines, [
+      'tenant-secret-1',
+      'tenant-secret-3',
+      'tenant-secret-4',
+      'tenant-secret-5',
+      'tenant-secret-6',
+    ]);
     expect(JSON.parse(out.lines[0]!).request.headers.authorization).toBe('[REDACTED]');
   });
 });
@@ -152,7 +180,11 @@ describe('operator browser login', () => {
     try {
       const { issueOperatorSession } = await import('../../apps/gateway/src/plugins/operator-session.ts');
       const expired = issueOperatorSession(OPERATOR, 60_000, Date.now() - 120_000);
-      const res = await expiredStack.app.inject({ method: 'GET', url: '/admin/queues', headers: { cookie: `loopline_operator=${expired}` } });
+      const res = await expiredStack.app.inject({
+        method: 'GET',
+        url: '/admin/queues',
+        headers: { cookie: `loopline_operator=${expired}` },
+      });
       expect(res.statusCode).toBe(401);
     } finally {
       await expiredStack.close();
@@ -160,14 +192,19 @@ describe('operator browser login', () => {
   });
 
   it('?token= is only a redirect that drops the token from the URL; a browser without a session goes to the login page', async () => {
-    const res = await fetch(`${base}/admin/inspector?token=${OPERATOR}&session=${t.sessionId}`, { redirect: 'manual' });
+    const res = await fetch(`${base}/admin/inspector?token=${OPERATOR}&session=${t.sessionId}`, {
+      redirect: 'manual',
+    });
     expect(res.status).toBe(302);
     expect(res.headers.get('location')).toBe(`/admin/inspector?session=${t.sessionId}`);
     expect(res.headers.get('location')).not.toContain(OPERATOR);
     expect(res.headers.get('set-cookie')).toMatch(/Max-Age=\d+/);
     expect(res.headers.get('referrer-policy')).toBe('no-referrer');
 
-    const browser = await fetch(`${base}/admin/queues`, { headers: { accept: 'text/html' }, redirect: 'manual' });
+    const browser = await fetch(`${base}/admin/queues`, {
+      headers: { accept: 'text/html' },
+      redirect: 'manual',
+    });
     expect(browser.status).toBe(303);
     expect(browser.headers.get('location')).toBe('/admin/login?next=%2Fadmin%2Fqueues');
     // An open redirect is not possible through next=.

@@ -99,7 +99,13 @@ async function open(apiKey: string, sid = sessionId, query = '?after=$'): Promis
     headers: bearer(apiKey),
     signal: controller.signal,
   });
-  const stream: OpenStream = { status: res.status, body: undefined, events: [], comments: [], close: () => controller.abort() };
+  const stream: OpenStream = {
+    status: res.status,
+    body: undefined,
+    events: [],
+    comments: [],
+    close: () => controller.abort(),
+  };
   if (res.status !== 200) {
     stream.body = await res.json();
     return stream;
@@ -188,9 +194,14 @@ describe('open event streams', () => {
     for (const s of streams) s.close();
     await until('every stream closed', async () => (await metric('loopline_sse_streams_open')) === 0);
     // Each ended stream is counted in the HTTP metrics (its lifetime) and by outcome.
-    const served = await metric('loopline_http_requests_total', 'route="/v1/sessions/:id/events",status="200"');
+    const served = await metric(
+      'loopline_http_requests_total',
+      'route="/v1/sessions/:id/events",status="200"',
+    );
     expect(served).toBeGreaterThanOrEqual(PER_TENANT + 2);
-    expect(await metric('loopline_sse_streams_total', 'outcome="client_closed"')).toBeGreaterThanOrEqual(PER_TENANT + 2);
+    expect(await metric('loopline_sse_streams_total', 'outcome="client_closed"')).toBeGreaterThanOrEqual(
+      PER_TENANT + 2,
+    );
   });
 
   it('share two Redis connections per gateway, however many are open, and each gets every event', async () => {
@@ -220,7 +231,9 @@ describe('open event streams', () => {
     const s = await open(key1);
     expect(s.status).toBe(200);
     await redis.xadd(keys.events(sessionId), '*', 'e', JSON.stringify(status('silent')));
-    await until('the silent event', () => s.events.some((e) => (e as { detail?: string }).detail === 'silent'));
+    await until('the silent event', () =>
+      s.events.some((e) => (e as { detail?: string }).detail === 'silent'),
+    );
     expect(s.comments).toContain('heartbeat');
     s.close();
   });

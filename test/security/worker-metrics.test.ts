@@ -1,9 +1,15 @@
 import { networkInterfaces } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  bearer,
+  OPERATOR,
+  type Stack,
+  startStack,
+  tenantWithSession,
+} from '../../apps/gateway/test/helpers.ts';
 import { workerConfigFromEnv } from '../../apps/worker/src/config.ts';
 import { createWorkerMetrics } from '../../apps/worker/src/metrics.ts';
 import { startMetricsServer } from '../../apps/worker/src/metrics-server.ts';
-import { bearer, OPERATOR, type Stack, startStack, tenantWithSession } from '../../apps/gateway/test/helpers.ts';
 
 // Metrics expose nothing by default: the worker's listener binds loopback unless configured,
 // takes a bearer token, and neither process labels series with tenant ids unless the operator
@@ -19,7 +25,7 @@ const scrape = async (url: string, token?: string) => {
   return { status: res.status, text: await res.text() };
 };
 
-const usage = { input: 100, output: 20, reasoning: 0, cache: { read: 10, write: 0 } };
+const usage = { input: 100, output: 20, reasoning: 0, cache: { read: 10, write: 0 }, total: 130 };
 
 describe('worker /metrics', () => {
   it('listens on 127.0.0.1 by default (the environment default too), not on every interface', async () => {
@@ -53,7 +59,14 @@ describe('worker /metrics', () => {
 
   it('has no tenant label by default; LOOPLINE_METRICS_TENANT_LABELS opts in', async () => {
     expect(workerConfigFromEnv({}).LOOPLINE_METRICS_TENANT_LABELS).toBe(false);
-    const call = { purpose: 'step' as const, model: 'compatible/m', tenantId: 'ten_secretive', seconds: 0.1, outcome: 'finish' as const, usage };
+    const call = {
+      purpose: 'step' as const,
+      model: 'compatible/m',
+      tenantId: 'ten_secretive',
+      seconds: 0.1,
+      outcome: 'finish' as const,
+      usage,
+    };
     const plain = createWorkerMetrics({ defaultMetrics: false });
     plain.modelCall(call);
     const text = await plain.registry.metrics();
@@ -63,7 +76,8 @@ describe('worker /metrics', () => {
 
     const labelled = createWorkerMetrics({
       defaultMetrics: false,
-      tenantLabels: workerConfigFromEnv({ LOOPLINE_METRICS_TENANT_LABELS: '1' }).LOOPLINE_METRICS_TENANT_LABELS,
+      tenantLabels: workerConfigFromEnv({ LOOPLINE_METRICS_TENANT_LABELS: '1' })
+        .LOOPLINE_METRICS_TENANT_LABELS,
     });
     labelled.modelCall(call);
     expect(await labelled.registry.metrics()).toContain('tenant="ten_secretive"');

@@ -10,10 +10,12 @@ import { demoEnv } from './config.ts';
 //   node apps/cli/src/env-table.ts --write  replace it in README.md
 
 export const README = new URL('../../../README.md', import.meta.url);
-export const BEGIN = '<!-- env-table: generated from the config schemas by `node apps/cli/src/env-table.ts --write` -->';
+export const BEGIN =
+  '<!-- env-table: generated from the config schemas by `node apps/cli/src/env-table.ts --write` -->';
 export const END = '<!-- /env-table -->';
 
-export const renderEnvTable = (): string => envTable({ gateway: gatewayEnv, worker: workerEnv, demo: demoEnv });
+export const renderEnvTable = (): string =>
+  envTable({ gateway: gatewayEnv, worker: workerEnv, demo: demoEnv });
 
 /** The table currently in the README (between the markers), or undefined. */
 export function readmeEnvTable(text: string): string | undefined {

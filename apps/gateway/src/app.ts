@@ -7,15 +7,15 @@ import { inspectorPlugin } from './inspector/index.ts';
 import { operatorAuth, sameSecret, tenantAuth } from './plugins/auth.ts';
 import { bullBoardPlugin } from './plugins/bull-board.ts';
 import { installErrorHandling, sendProblem, toProblem } from './plugins/errors.ts';
+import { withRedaction } from './plugins/log-redaction.ts';
 import {
   createGatewayMetrics,
   type GatewayMetrics,
   installRequestMetrics,
   metricsRoutes,
 } from './plugins/metrics.ts';
-import { withRedaction } from './plugins/log-redaction.ts';
-import { operatorLoginRoutes } from './plugins/operator-session.ts';
 import { registerOpenApi } from './plugins/openapi.ts';
+import { operatorLoginRoutes } from './plugins/operator-session.ts';
 import { registerRateLimit } from './plugins/rate-limit.ts';
 import { installRequestLogContext } from './plugins/request-log.ts';
 import { adminRoutes } from './routes/admin.ts';

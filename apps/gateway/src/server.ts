@@ -12,7 +12,9 @@ import { loggerOptions } from './plugins/log-redaction.ts';
 // pools).
 
 export function redisConfigOf(env: Pick<GatewayEnv, 'REDIS_URL' | 'REDIS_CLUSTER_NODES'>): RedisConfig {
-  return env.REDIS_CLUSTER_NODES.length > 0 ? { clusterNodes: env.REDIS_CLUSTER_NODES } : { url: env.REDIS_URL };
+  return env.REDIS_CLUSTER_NODES.length > 0
+    ? { clusterNodes: env.REDIS_CLUSTER_NODES }
+    : { url: env.REDIS_URL };
 }
 
 export async function main(): Promise<void> {
@@ -41,7 +43,10 @@ export async function main(): Promise<void> {
     operatorToken: env.LOOPLINE_OPERATOR_TOKEN,
     logger: loggerOptions(env.LOG_LEVEL),
     flags: { disableAutocompact: env.LOOPLINE_DISABLE_AUTOCOMPACT, disablePrune: env.LOOPLINE_DISABLE_PRUNE },
-    rateLimit: { perMinute: env.LOOPLINE_RATE_LIMIT_PER_MINUTE, timeWindowMs: env.LOOPLINE_RATE_LIMIT_WINDOW_MS },
+    rateLimit: {
+      perMinute: env.LOOPLINE_RATE_LIMIT_PER_MINUTE,
+      timeWindowMs: env.LOOPLINE_RATE_LIMIT_WINDOW_MS,
+    },
     batches: { maxConversations: env.LOOPLINE_BATCH_MAX_CONVERSATIONS },
     authCacheMs: env.LOOPLINE_AUTH_CACHE_MS,
     authThrottle: {

@@ -25,23 +25,35 @@ const concurrency = (def: number, what: string) =>
 const DAY_MS = 86_400_000;
 
 export const modelEnv = z.object({
-  OPENAI_API_KEY: envString(undefined, 'API key of the model server (sent only to `OPENAI_BASE_URL`)', 'unset'),
+  OPENAI_API_KEY: envString(
+    undefined,
+    'API key of the model server (sent only to `OPENAI_BASE_URL`)',
+    'unset',
+  ),
   OPENAI_BASE_URL: envUrl(undefined, ['http', 'https'], 'OpenAI or OpenAI-compatible base URL'),
 });
 
 export const loopEnv = z.object({
   LOOPLINE_LOCK_TTL_MS: envMs(15_000, 'session lock TTL (renewed every third)', { min: 1_000, max: 600_000 }),
   LOOPLINE_LOCK_RETRY_MS: envMs(250, 'retry delay when a session is locked', { min: 10, max: 60_000 }),
-  LOOPLINE_MAX_PROVIDER_RETRIES: count(8, 'consecutive retryable provider errors before the session errors', 100),
+  LOOPLINE_MAX_PROVIDER_RETRIES: count(
+    8,
+    'consecutive retryable provider errors before the session errors',
+    100,
+  ),
   LOOPLINE_MAX_INTERRUPTED_STEPS: count(
     10,
     'steps in a row closed as interrupted (their worker died or lost its lock) before the session errors (`MaxInterruptionsReachedError`)',
     1_000,
   ),
-  LOOPLINE_RECONCILE_INTERVAL_MS: envMs(30_000, 'reconciler period, one run per period across all workers (0 = off)', {
-    min: 0,
-    max: DAY_MS,
-  }),
+  LOOPLINE_RECONCILE_INTERVAL_MS: envMs(
+    30_000,
+    'reconciler period, one run per period across all workers (0 = off)',
+    {
+      min: 0,
+      max: DAY_MS,
+    },
+  ),
   LOOPLINE_RECONCILE_AFTER_MS: envMs(
     0,
     'how long a queued/running/compacting session must be unchanged before the reconciler re-wakes it (0 = 2 × `LOOPLINE_LOCK_TTL_MS`)',
@@ -90,7 +102,10 @@ export const workerJobsEnv = z.object({
   WORKER_TITLE_CONCURRENCY: concurrency(c.title, 'title'),
   WORKER_BATCH_CONCURRENCY: concurrency(c.batch, 'batch parent'),
   WORKER_BATCH_ITEM_CONCURRENCY: concurrency(c.batchItem, 'batch conversation'),
-  WORKER_JOB_LOCK_MS: envMs(defaultWorkerOptions.jobLockMs, 'BullMQ job lock', { min: 1_000, max: 3_600_000 }),
+  WORKER_JOB_LOCK_MS: envMs(defaultWorkerOptions.jobLockMs, 'BullMQ job lock', {
+    min: 1_000,
+    max: 3_600_000,
+  }),
   WORKER_STALLED_INTERVAL_MS: envMs(
     defaultWorkerOptions.stalledIntervalMs,
     "how often stalled jobs are looked for (a dead worker's job is retried)",
@@ -108,7 +123,10 @@ export const workerMetricsEnv = z.object({
     min: 0,
     max: 65_535,
   }),
-  WORKER_METRICS_HOST: envString('127.0.0.1', "address of the worker's metrics listener (set `0.0.0.0` to expose it)"),
+  WORKER_METRICS_HOST: envString(
+    '127.0.0.1',
+    "address of the worker's metrics listener (set `0.0.0.0` to expose it)",
+  ),
   WORKER_METRICS_TOKEN: envString(undefined, "bearer token the worker's `/metrics` requires when set"),
   LOOPLINE_METRICS_TENANT_LABELS: envFlag(
     'add a `tenant` label to the per-tenant counters of both processes (one series per tenant: opt in only with a bounded number of tenants)',

@@ -5,9 +5,9 @@ import { createQueues, createRedis, keySpace, type RedisConfig } from '@loopline
 import type { Logger } from 'pino';
 import { type WorkerEnv, workerConfigFromEnv } from './config.ts';
 import type { WorkerDeps } from './deps.ts';
+import { createWorkerLogger } from './logger.ts';
 import { createWorkerMetrics } from './metrics.ts';
 import { startMetricsServer } from './metrics-server.ts';
-import { createWorkerLogger } from './logger.ts';
 import { reconcileOptions, startReconciler } from './reconcile.ts';
 import { defaultWorkerOptions, startWorkers, stopWorkers } from './worker.ts';
 

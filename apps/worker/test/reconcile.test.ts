@@ -7,20 +7,31 @@ import { reconcileJobId, reconcileOptions, sessionOfJobId } from '../src/reconci
 describe('reconcileOptions', () => {
   it('defaults to a 30 s period and 2 lock TTLs', () => {
     const env = workerConfigFromEnv({});
-    expect(reconcileOptions(env.LOOPLINE_RECONCILE_INTERVAL_MS, env.LOOPLINE_RECONCILE_AFTER_MS, 15_000)).toEqual({
+    expect(
+      reconcileOptions(env.LOOPLINE_RECONCILE_INTERVAL_MS, env.LOOPLINE_RECONCILE_AFTER_MS, 15_000),
+    ).toEqual({
       intervalMs: 30_000,
       afterMs: 30_000,
     });
   });
 
   it('reads LOOPLINE_RECONCILE_INTERVAL_MS (0: off) and LOOPLINE_RECONCILE_AFTER_MS; junk stops the worker', () => {
-    const env = workerConfigFromEnv({ LOOPLINE_RECONCILE_INTERVAL_MS: '0', LOOPLINE_RECONCILE_AFTER_MS: '5s' });
-    expect(reconcileOptions(env.LOOPLINE_RECONCILE_INTERVAL_MS, env.LOOPLINE_RECONCILE_AFTER_MS, 2000)).toEqual({
+    const env = workerConfigFromEnv({
+      LOOPLINE_RECONCILE_INTERVAL_MS: '0',
+      LOOPLINE_RECONCILE_AFTER_MS: '5s',
+    });
+    expect(
+      reconcileOptions(env.LOOPLINE_RECONCILE_INTERVAL_MS, env.LOOPLINE_RECONCILE_AFTER_MS, 2000),
+    ).toEqual({
       intervalMs: 0,
       afterMs: 5000,
     });
-    expect(() => workerConfigFromEnv({ LOOPLINE_RECONCILE_INTERVAL_MS: 'x' })).toThrow(/LOOPLINE_RECONCILE_INTERVAL_MS/);
-    expect(() => workerConfigFromEnv({ LOOPLINE_RECONCILE_AFTER_MS: '-1' })).toThrow(/LOOPLINE_RECONCILE_AFTER_MS/);
+    expect(() => workerConfigFromEnv({ LOOPLINE_RECONCILE_INTERVAL_MS: 'x' })).toThrow(
+      /LOOPLINE_RECONCILE_INTERVAL_MS/,
+    );
+    expect(() => workerConfigFromEnv({ LOOPLINE_RECONCILE_AFTER_MS: '-1' })).toThrow(
+      /LOOPLINE_RECONCILE_AFTER_MS/,
+    );
   });
 });
 

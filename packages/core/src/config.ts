@@ -84,11 +84,7 @@ export const AgentConfig = z.object({
   /** Base URL of an OpenAI-compatible server (compatible/ models); defaults to OPENAI_BASE_URL. */
   baseURL: z.url().optional(),
   system: z.string().max(200_000).optional(),
-  tools: z
-    .array(toolName)
-    .max(MAX_AGENT_TOOLS)
-    .refine(uniqueNames, 'tool names must be unique')
-    .default([]),
+  tools: z.array(toolName).max(MAX_AGENT_TOOLS).refine(uniqueNames, 'tool names must be unique').default([]),
   limits: ModelLimits.optional(),
   maxSteps: z.number().int().positive().max(1000).default(DEFAULT_MAX_STEPS),
   temperature: z.number().min(0).max(2).optional(),

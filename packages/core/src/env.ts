@@ -46,13 +46,21 @@ interface Bounds {
 function bounded(value: number, bounds: Bounds, ctx: z.RefinementCtx, unit = ''): number {
   const { min = 0, max = Number.MAX_SAFE_INTEGER } = bounds;
   if (value < min || value > max)
-    ctx.addIssue({ code: 'custom', message: `must be between ${min}${unit} and ${max}${unit} (got ${value}${unit})` });
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be between ${min}${unit} and ${max}${unit} (got ${value}${unit})`,
+    });
   return value;
 }
 
 /** An integer count (no unit); undefined when unset and without a default. */
 export function envInt(def: number, doc: string, bounds?: Bounds, shown?: string): z.ZodType<number>;
-export function envInt(def: undefined, doc: string, bounds?: Bounds, shown?: string): z.ZodType<number | undefined>;
+export function envInt(
+  def: undefined,
+  doc: string,
+  bounds?: Bounds,
+  shown?: string,
+): z.ZodType<number | undefined>;
 export function envInt(
   def: number | undefined,
   doc: string,
@@ -124,7 +132,11 @@ export function envFlag(doc: string, def = false) {
 /** A string; with a default, or optional (undefined when unset). */
 export function envString(def: string, doc: string, shown?: string): z.ZodType<string>;
 export function envString(def: undefined, doc: string, shown?: string): z.ZodType<string | undefined>;
-export function envString(def: string | undefined, doc: string, shown?: string): z.ZodType<string | undefined> {
+export function envString(
+  def: string | undefined,
+  doc: string,
+  shown?: string,
+): z.ZodType<string | undefined> {
   const inner = def === undefined ? z.string().optional() : z.string().default(def);
   return documented(
     z.preprocess(unsetIfEmpty, inner),
@@ -135,26 +147,31 @@ export function envString(def: string | undefined, doc: string, shown?: string):
 
 /** A required string (a secret, a URL the process cannot guess). */
 export function envRequired(doc: string) {
-  return documented(
-    z.preprocess(unsetIfEmpty, z.string({ error: 'is required' })),
-    doc,
-    '(required)',
-  );
+  return documented(z.preprocess(unsetIfEmpty, z.string({ error: 'is required' })), doc, '(required)');
 }
 
 /** A URL with one of the given schemes; with a default or optional. */
 export function envUrl(def: string, schemes: readonly string[], doc: string): z.ZodType<string>;
-export function envUrl(def: undefined, schemes: readonly string[], doc: string): z.ZodType<string | undefined>;
-export function envUrl(def: string | undefined, schemes: readonly string[], doc: string): z.ZodType<string | undefined> {
-  const inner = z
-    .string()
-    .refine((text) => {
+export function envUrl(
+  def: undefined,
+  schemes: readonly string[],
+  doc: string,
+): z.ZodType<string | undefined>;
+export function envUrl(
+  def: string | undefined,
+  schemes: readonly string[],
+  doc: string,
+): z.ZodType<string | undefined> {
+  const inner = z.string().refine(
+    (text) => {
       try {
         return schemes.includes(new URL(text).protocol.replace(/:$/, ''));
       } catch {
         return false;
       }
-    }, `must be a ${schemes.join(' or ')} URL`);
+    },
+    `must be a ${schemes.join(' or ')} URL`,
+  );
   return documented(
     z.preprocess(unsetIfEmpty, def === undefined ? inner.optional() : inner.default(def)),
     doc,
@@ -183,7 +200,11 @@ export function envList(doc: string, shown = 'empty') {
 }
 
 /** One of a few words. */
-export function envEnum<const T extends readonly [string, ...string[]]>(values: T, def: T[number], doc: string) {
+export function envEnum<const T extends readonly [string, ...string[]]>(
+  values: T,
+  def: T[number],
+  doc: string,
+) {
   return documented(z.preprocess(unsetIfEmpty, z.enum(values).default(def)), doc, `\`${def}\``);
 }
 
@@ -193,7 +214,11 @@ export function envEnum<const T extends readonly [string, ...string[]]>(values: 
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/loopline';
 
 export const databaseEnv = z.object({
-  DATABASE_URL: envUrl(DEFAULT_DATABASE_URL, ['postgres', 'postgresql'], 'PostgreSQL (created and migrated on start)'),
+  DATABASE_URL: envUrl(
+    DEFAULT_DATABASE_URL,
+    ['postgres', 'postgresql'],
+    'PostgreSQL (created and migrated on start)',
+  ),
   DB_POOL_MAX: envInt(20, 'PostgreSQL connections of this process', { min: 1, max: 1_000 }),
 });
 
@@ -235,7 +260,8 @@ export function parseEnv<S extends z.ZodObject>(schema: S, env: Env, processName
   if (result.success) return result.data;
   const issues = result.error.issues.map((issue) => {
     const name = String(issue.path[0] ?? '(environment)');
-    const message = issue.message.startsWith('Invalid input') && env[name] === undefined ? 'is required' : issue.message;
+    const message =
+      issue.message.startsWith('Invalid input') && env[name] === undefined ? 'is required' : issue.message;
     return `${name} ${message}`;
   });
   throw new ConfigError(processName, issues);
@@ -270,7 +296,9 @@ export function envRows(schemas: Record<string, z.ZodObject>): EnvTableRow[] {
 export function envTable(schemas: Record<string, z.ZodObject>): string {
   const lines = ['| Variable | Default | Used by | Meaning |', '| --- | --- | --- | --- |'];
   for (const row of envRows(schemas)) {
-    lines.push(`| \`${row.name}\` | ${row.shown} | ${row.processes.join(', ')} | ${row.doc.replaceAll('|', '\\|')} |`);
+    lines.push(
+      `| \`${row.name}\` | ${row.shown} | ${row.processes.join(', ')} | ${row.doc.replaceAll('|', '\\|')} |`,
+    );
   }
   return lines.join('\n');
 }

@@ -57,7 +57,7 @@ export const REDACT_PATHS: readonly string[] = SECRET_FIELDS.flatMap((f) => {
 export function redactUrl(url: string): string {
   const q = url.indexOf('?');
   let head = q < 0 ? url : url.slice(0, q);
-  const hash = url.indexOf('#', q < 0 ? 0 : q);
+  const hash = url.indexOf('#', Math.max(q, 0));
   const query = q < 0 ? '' : url.slice(q + 1, hash < 0 ? undefined : hash);
   const tail = hash < 0 ? '' : url.slice(hash);
   head = head.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, `$1${REDACTED}@`);

@@ -53,7 +53,10 @@ export function createEventHub(redis: RedisClient, keys: KeySpace, opts: EventHu
   const connections = () => {
     if (!reader || !subscriber) {
       reader = duplicateRedis(redis, { connectionName: `${name}-reader`, maxRetriesPerRequest: 3 });
-      subscriber = duplicateRedis(redis, { connectionName: `${name}-subscriber`, maxRetriesPerRequest: null });
+      subscriber = duplicateRedis(redis, {
+        connectionName: `${name}-subscriber`,
+        maxRetriesPerRequest: null,
+      });
       subscriber.on('message', (channel: string) => {
         for (const wake of channels.get(channel)?.wakes ?? []) wake();
       });

@@ -10,7 +10,13 @@ const MAX_LEN = 10_000;
 const TTL_S = 7 * 86_400;
 
 const defined = new WeakSet<RedisClient>();
-type Publish = (key: string, maxLen: number, ttlS: number, channel: string, ...events: string[]) => Promise<number>;
+type Publish = (
+  key: string,
+  maxLen: number,
+  ttlS: number,
+  channel: string,
+  ...events: string[]
+) => Promise<number>;
 
 /**
  * One EVALSHA per publish (XADD each event, then EXPIRE, in a Lua script) instead of a pipeline:

@@ -110,7 +110,10 @@ export async function inspectorPlugin(app: FastifyInstance): Promise<void> {
 
   await app.register(
     async (page) => {
-      page.addHook('onRequest', operatorBrowserAuth(deps.operatorToken, { sessionMs: deps.operatorSessionMs }));
+      page.addHook(
+        'onRequest',
+        operatorBrowserAuth(deps.operatorToken, { sessionMs: deps.operatorSessionMs }),
+      );
       page.addHook('onSend', async (_request, reply) => {
         secure(reply);
       });

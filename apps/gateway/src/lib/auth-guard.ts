@@ -60,7 +60,8 @@ export function authGuard(opts: AuthGuardOptions): AuthGuard {
       if (keyHash && opts.negativeCacheMs > 0) setBounded(bad, keyHash, now + opts.negativeCacheMs, max);
       if (opts.failuresPerMinute <= 0) return;
       const entry = failures.get(address);
-      if (!entry || entry.windowEnd <= now) setBounded(failures, address, { count: 1, windowEnd: now + WINDOW_MS }, max);
+      if (!entry || entry.windowEnd <= now)
+        setBounded(failures, address, { count: 1, windowEnd: now + WINDOW_MS }, max);
       else entry.count += 1;
     },
   };

@@ -111,7 +111,8 @@ export function installRequestMetrics(app: FastifyInstance, metrics: GatewayMetr
     if (!tenant || request.method !== 'POST') return;
     const by = metrics.tenantLabels ? { tenant } : {};
     if (route === '/v1/sessions' && reply.statusCode === 201) metrics.sessionsCreated.inc(by);
-    else if (route === '/v1/sessions/:id/messages' && reply.statusCode === 202) metrics.messagesAccepted.inc(by);
+    else if (route === '/v1/sessions/:id/messages' && reply.statusCode === 202)
+      metrics.messagesAccepted.inc(by);
   });
 }
 

@@ -120,9 +120,13 @@ export const operatorLoginRoutes: FastifyPluginAsync<OperatorLoginOptions> = asy
   const ttlMs = opts.sessionMs ?? DEFAULT_OPERATOR_SESSION_MS;
   // Wrong tokens: 10 a minute per address, then 429 (the token is the only secret guarding it).
   const guard = authGuard({ failuresPerMinute: 10, negativeCacheMs: 0 });
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
-    done(null, Object.fromEntries(new URLSearchParams(body as string)));
-  });
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string' },
+    (_request, body, done) => {
+      done(null, Object.fromEntries(new URLSearchParams(body as string)));
+    },
+  );
 
   app.get(LOGIN_PATH, { schema: { hide: true } }, async (request, reply) =>
     page(reply, 200, loginPage(safeNext((request.query as Record<string, unknown>).next))),
@@ -142,7 +146,10 @@ export const operatorLoginRoutes: FastifyPluginAsync<OperatorLoginOptions> = asy
       guard.failed(request.ip, undefined);
       return page(reply, 401, loginPage(next, 'Wrong operator token'));
     }
-    reply.header('set-cookie', sessionCookie(request, issueOperatorSession(opts.operatorToken, ttlMs), ttlMs));
+    reply.header(
+      'set-cookie',
+      sessionCookie(request, issueOperatorSession(opts.operatorToken, ttlMs), ttlMs),
+    );
     return reply.header('cache-control', 'no-store').redirect(next, 303);
   });
 
