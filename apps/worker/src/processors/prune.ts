@@ -31,7 +31,10 @@ export async function processPrune(deps: WorkerDeps, job: Job<PruneJob>, token?:
     let ctx = await loadContext(deps, tenantId, sessionId);
     if (!ctx) return;
     if (isStaleIdlePass(job.data, ctx.session.stepCount)) {
-      log.debug({ scheduledAt: job.data.stepCount, stepCount: ctx.session.stepCount }, 'stale idle prune skipped');
+      log.debug(
+        { scheduledAt: job.data.stepCount, stepCount: ctx.session.stepCount },
+        'stale idle prune skipped',
+      );
       return;
     }
     const pruned = await prunePass(deps, writer, ctx, { id: job.id ?? 'unknown', attempt });
