@@ -30,6 +30,13 @@ export async function processPrune(deps: WorkerDeps, job: Job<PruneJob>, token?:
     const log = deps.logger.child({ tenantId, sessionId, jobId: job.id, purpose: job.data.purpose });
     let ctx = await loadContext(deps, tenantId, sessionId);
     if (!ctx) return;
+    if (isStaleIdlePass(job.data, ctx.session.stepCount)) {
+      log.debug(
+        { scheduledAt: job.data.stepCount, stepCount: ctx.session.stepCount },
+        'stale idle prune skipped',
+      );
+      return;
+    }
     const pruned = await prunePass(deps, writer, ctx, { id: job.id ?? 'unknown', attempt });
     deps.metrics?.pruned(job.data.purpose, pruned.parts, pruned.tokens);
     if (pruned.parts > 0) {
@@ -39,6 +46,11 @@ export async function processPrune(deps: WorkerDeps, job: Job<PruneJob>, token?:
     if (job.data.purpose === 'idle') await scheduleBackground(deps, ctx, log);
     else await compactIfNeeded(deps, writer, ctx, job.data, log);
   });
+}
+
+/** An idle pass scheduled before the session's newest turn began: that turn schedules its own. */
+export function isStaleIdlePass(data: PruneJob, stepCount: number): boolean {
+  return data.purpose === 'idle' && data.stepCount !== undefined && data.stepCount !== stepCount;
 }
 
 async function compactIfNeeded(
