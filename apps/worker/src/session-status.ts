@@ -29,6 +29,7 @@ export async function goIdle(deps: WorkerDeps, writer: SessionWriter, stepCount:
     purpose: 'idle',
     overflow: false,
     rejected: false,
+    stepCount,
   });
 }
 

@@ -30,6 +30,7 @@ export * from './session/estimate.ts';
 export * from './session/gauge.ts';
 export * from './session/history.ts';
 export * from './session/loop.ts';
+export * from './session/loop-guard.ts';
 export * from './session/model-message.ts';
 export * from './session/overflow.ts';
 export * from './session/placeholders.ts';

@@ -1,8 +1,9 @@
 import {
-  type ChildAnswer,
   childAnswer,
+  type ChildAnswer,
   type DeferredCall,
   deferredCalls,
+  ingestCap,
   type LateResult,
   newId,
   type Part,
@@ -65,6 +66,7 @@ export async function settleDeferred(
         outputId: newId('out'),
         toolOutput,
         tokenizer: deps.tokenizer,
+        maxTokens: ingestCap(ctx.agent),
       });
       if (done.full) {
         await saveToolOutput(trx, {
