@@ -44,6 +44,7 @@ export * from './session/tail.ts';
 export * from './session/task.ts';
 export * from './session/to-model-messages.ts';
 export * from './session/tokens.ts';
+export * from './session/tool-pairs.ts';
 export * from './session/tool-result.ts';
 export * from './session/truncate.ts';
 export * from './session/turn.ts';

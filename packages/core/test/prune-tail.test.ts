@@ -45,7 +45,13 @@ describe('planPrune', () => {
   });
 
   it('leaves a protected tool alone', () => {
-    const msgs = [user('one'), assistant([out('skill', 90_000)]), assistant('a'), assistant('b'), assistant('c')];
+    const msgs = [
+      user('one'),
+      assistant([out('skill', 90_000)]),
+      assistant('a'),
+      assistant('b'),
+      assistant('c'),
+    ];
     expect(planPrune(msgs).partIds).toEqual([]);
     expect(planPrune(msgs, { protectedTools: [] }).tokens).toBe(90_000);
   });

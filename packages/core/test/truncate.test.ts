@@ -149,14 +149,18 @@ describe('truncateToolOutput: the window share', () => {
   });
 
   it('leaves an output within every cap alone, and ignores maxTokens without a tokenizer', () => {
-    expect(truncateToolOutput('short', { outputId: 'o', maxTokens: 10, tokenizer })).toEqual({ text: 'short' });
+    expect(truncateToolOutput('short', { outputId: 'o', maxTokens: 10, tokenizer })).toEqual({
+      text: 'short',
+    });
     expect(truncateToolOutput(lines, { outputId: 'o', maxTokens: 10 }).truncated).toBeUndefined();
   });
 
   it('ingestCap is the share of the usable window', () => {
     // 16k context, 2k output: usable 14,000 → 3,500 at 25 %.
     expect(ingestCap({ limits: { context: 16_000, output: 2_000 } })).toBe(3_500);
-    expect(ingestCap({ limits: { context: 16_000, output: 2_000 }, toolOutput: { windowShare: 0.5 } })).toBe(7_000);
+    expect(ingestCap({ limits: { context: 16_000, output: 2_000 }, toolOutput: { windowShare: 0.5 } })).toBe(
+      7_000,
+    );
     expect(ingestCap({ limits: { context: 0, output: 0 } })).toBeUndefined();
     expect(ingestCap({})).toBeUndefined();
   });

@@ -1,6 +1,6 @@
 import {
-  childAnswer,
   type ChildAnswer,
+  childAnswer,
   type DeferredCall,
   deferredCalls,
   ingestCap,

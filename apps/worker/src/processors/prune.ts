@@ -31,7 +31,10 @@ export async function processPrune(deps: WorkerDeps, job: Job<PruneJob>, token?:
     let ctx = await loadContext(deps, tenantId, sessionId);
     if (!ctx) return;
     if (job.data.purpose === 'idle' && idlePassObsolete(ctx, job.data)) {
-      log.debug({ stepCount: ctx.session.stepCount, status: ctx.session.status }, 'session moved on; idle prune skipped');
+      log.debug(
+        { stepCount: ctx.session.stepCount, status: ctx.session.status },
+        'session moved on; idle prune skipped',
+      );
       return;
     }
     const pruned = await prunePass(deps, writer, ctx, { id: job.id ?? 'unknown', attempt });

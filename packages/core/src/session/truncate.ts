@@ -4,10 +4,10 @@
 
 import {
   type ModelLimits,
+  type ToolOutputConfig,
   TRUNCATE_MAX_BYTES,
   TRUNCATE_MAX_LINES,
   TRUNCATE_WINDOW_SHARE,
-  type ToolOutputConfig,
 } from '../config.ts';
 import { type BudgetConfig, contextBudget } from './overflow.ts';
 import { countCapped, type Tokenizer } from './tokens.ts';
