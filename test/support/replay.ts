@@ -186,7 +186,8 @@ export function wireOrphans(call: RecordedCall): string[] {
   let open = new Set<string>();
   for (const m of call.messages) {
     if (m.role === 'tool') {
-      if (!open.delete(m.callId)) problems.push(`call ${call.index}: result ${m.callId} has no call before it`);
+      if (!open.delete(m.callId))
+        problems.push(`call ${call.index}: result ${m.callId} has no call before it`);
       continue;
     }
     for (const id of open) problems.push(`call ${call.index}: call ${id} has no result`);
@@ -242,7 +243,9 @@ export async function replay(
     const rungs: Record<string, number> = {};
     for (const r of done) rungs[r.rung ?? 'unknown'] = (rungs[r.rung ?? 'unknown'] ?? 0) + 1;
     const pruned = log.flatMap((m) =>
-      m.parts.filter((p: any) => p.type === 'tool' && p.state.status === 'completed' && p.state.time.compacted),
+      m.parts.filter(
+        (p: any) => p.type === 'tool' && p.state.status === 'completed' && p.state.time.compacted,
+      ),
     );
     const calls = mock.calls.filter((c) => !c.system.includes(SUMMARY_SYSTEM));
     return {
