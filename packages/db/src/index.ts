@@ -82,6 +82,7 @@ export {
   createAssistantMessage,
   getMessage,
   markReverted,
+  newestMessageInfo,
   revertedMessageIds,
   type UserPartInput,
   updateMessageInfo,

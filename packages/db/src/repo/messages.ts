@@ -378,3 +378,21 @@ export async function appendUserMessageAndQueue(
   };
   return { message: { info, parts }, session, statusChanged: input.wakeFrom.includes(previous) };
 }
+
+/** The newest message of the session's live log (not reverted), optionally of one role. */
+export async function newestMessageInfo(
+  db: Db,
+  tenantId: string,
+  sessionId: string,
+  role?: Message['role'],
+): Promise<Message | undefined> {
+  let query = db
+    .selectFrom('messages')
+    .select(['id', 'session_id', 'seq', 'info', 'reverted'])
+    .where('session_id', '=', sessionId)
+    .where('tenant_id', '=', tenantId)
+    .where('reverted', '=', false);
+  if (role) query = query.where('role', '=', role);
+  const row = await query.orderBy('seq', 'desc').limit(1).executeTakeFirst();
+  return row ? toMessage(row) : undefined;
+}
