@@ -9,6 +9,7 @@ import {
   type Part,
   type SessionEvent,
   type TextPart,
+  turnInProgress,
   type WithParts,
 } from '@loopline/core';
 import {
@@ -24,6 +25,7 @@ import {
 } from '@loopline/db';
 import type { SessionContext } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
+import { releaseHeldInput } from './held-input.ts';
 import type { LadderResult } from './ladder.ts';
 import type { OpenedSummary } from './summary-message.ts';
 
@@ -78,6 +80,7 @@ export async function commitCompaction(writer: SessionWriter, input: CommitInput
     }
     await updateMessageInfo(trx, tenantId, summaryInfo);
     await updatePart(trx, tenantId, part);
+    await releaseHeldInput(trx, tenantId, emit, range, turnInProgress(range.frozen));
     if (plan.followUp !== undefined) await appendFollowUp(writer, trx, emit, input, plan.followUp);
     await updateSessionProgress(trx, tenantId, sessionId, {
       boundarySeq: boundaryAfter(ctx.history, range.marker, summaryInfo, part) ?? null,
@@ -95,6 +98,7 @@ export async function commitCompaction(writer: SessionWriter, input: CommitInput
       headMessages: plan.head.length,
       tailStartId: plan.tailStartId ?? null,
       model: input.model,
+      requests: result.requests,
       error: result.error ?? null,
     });
     await finishStep(trx, tenantId, opened.ledgerId, { outcome: 'completed', usage: result.usage });
