@@ -65,10 +65,11 @@ export function turnErrorData(error: ErrorData): ErrorData {
 }
 
 /**
- * Appends the assistant message recording a turn that ended in an error: no parts, `finish:
- * error`, the error on it, answering the newest user message. It is a final reply (the loop exits
- * on it) and never reaches the model (toModelMessages skips errored replies without content). A
- * retried job that already wrote it (the newest message is the same record) writes nothing.
+ * Records a turn that ended in an error in the log, as an assistant message with `finish: error`
+ * and the error on it: the failed step's own reply when it is the newest message and failed with
+ * this error (it gets the finish), else a new message without parts answering the newest user
+ * message. It is a final reply (the loop exits on it) and never reaches the model (toModelMessages
+ * skips errored replies without content). A retried job that already wrote it writes nothing.
  */
 async function appendTurnError(
   trx: Trx,
@@ -78,7 +79,18 @@ async function appendTurnError(
 ): Promise<AssistantMessage | undefined> {
   const newest = await newestMessageInfo(trx, tenantId, sessionId);
   if (!newest) return undefined;
-  if (newest.role === 'assistant' && newest.error?.name === error.name && isTurnErrorInfo(newest)) return undefined;
+  const now = Date.now();
+  if (newest.role === 'assistant' && newest.summary !== true && newest.error?.name === error.name) {
+    if (isTurnErrorInfo(newest)) return undefined;
+    const info: AssistantMessage = {
+      ...newest,
+      finish: 'error',
+      error,
+      time: { ...newest.time, completed: newest.time.completed ?? now },
+    };
+    await updateMessageInfo(trx, tenantId, info);
+    return info;
+  }
   const parent = newest.role === 'user' ? newest : await newestMessageInfo(trx, tenantId, sessionId, 'user');
   const session = await getSession(trx, tenantId, sessionId);
   if (!parent || !session) return undefined;
@@ -90,7 +102,6 @@ async function appendTurnError(
     model: session.agent.model,
     agent: session.agentName,
   });
-  const now = Date.now();
   const info: AssistantMessage = { ...created, finish: 'error', error, time: { ...created.time, completed: now } };
   await updateMessageInfo(trx, tenantId, info);
   return info;

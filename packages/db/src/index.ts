@@ -83,6 +83,7 @@ export {
   getMessage,
   markReverted,
   newestMessageInfo,
+  userMessagesAfter,
   revertedMessageIds,
   type UserPartInput,
   updateMessageInfo,

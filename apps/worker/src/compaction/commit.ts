@@ -61,10 +61,10 @@ export async function commitCompaction(writer: SessionWriter, input: CommitInput
   };
   delete summaryInfo.error;
   // Input that arrived during the compaction keeps the loop going whatever the kind.
-  const waiting = range.pending.some((m) => m.info.role === 'user');
-  const next: NextMove = plan.followUp !== undefined || waiting ? 'step' : 'idle';
+  let next: NextMove = plan.followUp !== undefined ? 'step' : 'idle';
 
   await writer.write(async (trx, emit) => {
+    if (await releaseHeldInput(trx, tenantId, emit, range, turnInProgress(range.frozen))) next = 'step';
     if (!result.persisted) {
       const text: TextPart = {
         id: newId('prt'),
@@ -80,7 +80,6 @@ export async function commitCompaction(writer: SessionWriter, input: CommitInput
     }
     await updateMessageInfo(trx, tenantId, summaryInfo);
     await updatePart(trx, tenantId, part);
-    await releaseHeldInput(trx, tenantId, emit, range, turnInProgress(range.frozen));
     if (plan.followUp !== undefined) await appendFollowUp(writer, trx, emit, input, plan.followUp);
     await updateSessionProgress(trx, tenantId, sessionId, {
       boundarySeq: boundaryAfter(ctx.history, range.marker, summaryInfo, part) ?? null,

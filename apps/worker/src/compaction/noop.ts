@@ -50,8 +50,7 @@ export async function commitNoop(writer: SessionWriter, input: NoopInput): Promi
     tokensBefore: ctx.estimate,
   });
   const turnWasRunning = turnInProgress(range.frozen);
-  const waiting = range.pending.some((m) => m.info.role === 'user');
-  const next: NextMove = turnWasRunning || waiting ? 'step' : 'idle';
+  let next: NextMove = turnWasRunning ? 'step' : 'idle';
   if (input.opened) await ignoreSummaryParts(writer, input.opened.message.id);
   const part: CompactionPart = { ...range.part, noop: true };
   const compactionId = input.opened?.compactionId ?? derivedId('cmp', range.part.id, `f${fence}`);
@@ -88,7 +87,7 @@ export async function commitNoop(writer: SessionWriter, input: NoopInput): Promi
       error,
     });
     await updatePart(trx, tenantId, part);
-    await releaseHeldInput(trx, tenantId, emit, range, turnWasRunning);
+    if (await releaseHeldInput(trx, tenantId, emit, range, turnWasRunning)) next = 'step';
     const status = next === 'step' ? 'queued' : 'idle';
     await setSessionStatus(trx, tenantId, sessionId, status, null, null);
     emit({ type: 'part.updated', part });

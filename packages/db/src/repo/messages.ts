@@ -396,3 +396,39 @@ export async function newestMessageInfo(
   const row = await query.orderBy('seq', 'desc').limit(1).executeTakeFirst();
   return row ? toMessage(row) : undefined;
 }
+
+/**
+ * User messages of the live log after `seq` (input that arrived after a compaction message), with
+ * the `midRun` mark removed when `clearMidRun`; returns them as they are afterwards, seq order.
+ */
+export async function userMessagesAfter(
+  trx: Trx,
+  tenantId: string,
+  sessionId: string,
+  seq: number,
+  clearMidRun: boolean,
+): Promise<Message[]> {
+  if (clearMidRun) {
+    await trx
+      .updateTable('messages')
+      .set({ info: sql`info - 'midRun'`, updated_at: sql<Date>`now()` })
+      .where('session_id', '=', sessionId)
+      .where('tenant_id', '=', tenantId)
+      .where('role', '=', 'user')
+      .where('reverted', '=', false)
+      .where('seq', '>', seq)
+      .where(sql<boolean>`info ? 'midRun'`)
+      .execute();
+  }
+  const rows = await trx
+    .selectFrom('messages')
+    .select(['id', 'session_id', 'seq', 'info', 'reverted'])
+    .where('session_id', '=', sessionId)
+    .where('tenant_id', '=', tenantId)
+    .where('role', '=', 'user')
+    .where('reverted', '=', false)
+    .where('seq', '>', seq)
+    .orderBy('seq')
+    .execute();
+  return rows.map(toMessage);
+}
