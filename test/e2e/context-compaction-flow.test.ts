@@ -70,7 +70,9 @@ describe('errors in the log', () => {
           reply: {
             fault: 'http',
             status: 400,
-            body: JSON.stringify({ error: { message: 'Unsupported param: frobnicate', type: 'invalid_request_error' } }),
+            body: JSON.stringify({
+              error: { message: 'Unsupported param: frobnicate', type: 'invalid_request_error' },
+            }),
           },
         },
         { when: { lastUserIncludes: 'hello again', lastMessageRole: 'user' }, reply: { text: 'hi there' } },
@@ -106,7 +108,9 @@ describe('errors in the log', () => {
     const inspected = await fetch(`${stack.url}/v1/admin/sessions/${id}/inspect`, {
       headers: { authorization: `Bearer ${stack.operatorToken}` },
     }).then((r) => r.json() as Promise<any>);
-    expect(inspected.messages.find((m: any) => m.info.id === record.info.id).info.error.name).toBe('APIError');
+    expect(inspected.messages.find((m: any) => m.info.id === record.info.id).info.error.name).toBe(
+      'APIError',
+    );
 
     expect(JSON.stringify((await client.history(id, 'model')).messages)).not.toContain('frobnicate');
 
@@ -177,7 +181,10 @@ describe('manual compaction mid-turn', () => {
     expect(messages.at(-1).info).toMatchObject({ role: 'assistant', finish: 'stop' });
     expect(liveText(messages.at(-1))).toBe('carrying on after the compaction');
     // The model read the client's answer: in the summary it was given, or verbatim.
-    const last = stack.mock.calls.slice(before).filter((c) => !c.system.includes(SUMMARY_SYSTEM)).at(-1)!;
+    const last = stack.mock.calls
+      .slice(before)
+      .filter((c) => !c.system.includes(SUMMARY_SYSTEM))
+      .at(-1)!;
     expect(JSON.stringify(last.messages)).toContain('ultramarine-blue');
     const rows = await compactions(stack, id);
     expect(rows).toMatchObject([{ status: 'completed', reason: 'manual', requests: 1 }]);
@@ -192,7 +199,10 @@ describe('input during a compaction', () => {
         ...bigTurn('first', ['b1'], 150, 'first done'),
         ...bigTurn('second', ['b2'], 150, 'second done'),
         ...bigTurn('third', ['b3'], 130, 'third done'),
-        { when: { lastUserIncludes: 'a fresh question', lastMessageRole: 'user' }, reply: { text: 'fresh answer' } },
+        {
+          when: { lastUserIncludes: 'a fresh question', lastMessageRole: 'user' },
+          reply: { text: 'fresh answer' },
+        },
       ],
     });
     const hold = holdAt('compaction:before-commit');
@@ -209,7 +219,7 @@ describe('input during a compaction', () => {
       hold.release();
       const s = await until('the new turn answered', async () => {
         const msgs = await log(client, id);
-        return liveText(msgs.at(-1)) === 'fresh answer' ? (await client.waitIdle(id)) : undefined;
+        return liveText(msgs.at(-1)) === 'fresh answer' ? await client.waitIdle(id) : undefined;
       });
       expect(s.status).toBe('idle');
 
@@ -220,7 +230,9 @@ describe('input during a compaction', () => {
       const rows = await compactions(stack, id);
       expect(rows).toMatchObject([{ status: 'completed', reason: 'background' }]);
       // The model got it as the user wrote it: no steer wrapper, after the summary.
-      const call = stack.mock.calls.slice(before).find((c) => userTexts(c).some((t) => t.includes('a fresh question')))!;
+      const call = stack.mock.calls
+        .slice(before)
+        .find((c) => userTexts(c).some((t) => t.includes('a fresh question')))!;
       const text = userTexts(call).find((t) => t.includes('a fresh question'))!;
       expect(text).toBe('a fresh question');
       expect(JSON.stringify(call.messages)).not.toContain('system-reminder');
@@ -236,7 +248,10 @@ describe('input during a compaction', () => {
         ...bigTurn('first', ['t1'], 100, 'first done'),
         ...bigTurn('second', ['t2'], 100, 'second done'),
         ...bigTurn('third', ['t3a', 't3b', 't3c', 't3d', 't3e', 't3f'], 100, 'third done'),
-        { when: { lastUserIncludes: CONTINUE, lastMessageRole: 'user' }, reply: { text: 'continued: all done' } },
+        {
+          when: { lastUserIncludes: CONTINUE, lastMessageRole: 'user' },
+          reply: { text: 'continued: all done' },
+        },
       ],
     });
     const hold = holdAt('compaction:before-commit');
@@ -315,12 +330,19 @@ describe('summary attempts are atomic', () => {
         // Every summary attempt streams a little and then the connection drops.
         {
           when: { system: SUMMARY_SYSTEM },
-          reply: { fault: 'cut-stream', afterChunks: 3, text: 'LEAKED partial summary words that must vanish' },
+          reply: {
+            fault: 'cut-stream',
+            afterChunks: 3,
+            text: 'LEAKED partial summary words that must vanish',
+          },
         },
         ...bigTurn('first', ['t1'], 100, 'first done'),
         ...bigTurn('second', ['t2'], 100, 'second done'),
         ...bigTurn('third', ['t3a', 't3b', 't3c', 't3d', 't3e', 't3f'], 100, 'third done'),
-        { when: { lastUserIncludes: CONTINUE, lastMessageRole: 'user' }, reply: { text: 'continued: all done' } },
+        {
+          when: { lastUserIncludes: CONTINUE, lastMessageRole: 'user' },
+          reply: { text: 'continued: all done' },
+        },
       ],
     });
     const id = await client.session('small');
@@ -352,7 +374,10 @@ describe('records', () => {
         ...bigTurn('first', ['t1'], 100, 'first done'),
         ...bigTurn('second', ['t2'], 100, 'second done'),
         ...bigTurn('third', ['t3a', 't3b', 't3c', 't3d', 't3e', 't3f'], 100, 'third done'),
-        { when: { lastUserIncludes: CONTINUE, lastMessageRole: 'user' }, reply: { text: 'continued: all done' } },
+        {
+          when: { lastUserIncludes: CONTINUE, lastMessageRole: 'user' },
+          reply: { text: 'continued: all done' },
+        },
       ],
     });
     const before = stack.mock.calls.length;

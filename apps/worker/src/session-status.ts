@@ -1,4 +1,10 @@
-import { type AssistantMessage, type ErrorData, isTurnError, newId, type SessionStatus } from '@loopline/core';
+import {
+  type AssistantMessage,
+  type ErrorData,
+  isTurnError,
+  newId,
+  type SessionStatus,
+} from '@loopline/core';
 import {
   createAssistantMessage,
   getSession,
@@ -102,7 +108,12 @@ async function appendTurnError(
     model: session.agent.model,
     agent: session.agentName,
   });
-  const info: AssistantMessage = { ...created, finish: 'error', error, time: { ...created.time, completed: now } };
+  const info: AssistantMessage = {
+    ...created,
+    finish: 'error',
+    error,
+    time: { ...created.time, completed: now },
+  };
   await updateMessageInfo(trx, tenantId, info);
   return info;
 }

@@ -83,10 +83,10 @@ export {
   getMessage,
   markReverted,
   newestMessageInfo,
-  userMessagesAfter,
   revertedMessageIds,
   type UserPartInput,
   updateMessageInfo,
+  userMessagesAfter,
 } from './repo/messages.ts';
 export {
   getSessionAnyTenant,

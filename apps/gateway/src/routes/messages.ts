@@ -36,7 +36,7 @@ export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
           'Returns 202 once the message is stored and the session woken. With an Idempotency-Key, a retry with ' +
           'the same body returns the first response and writes nothing; the same key with another body is 409. ' +
           'A message that arrives while the session runs is marked midRun (steered into the current turn, or ' +
-          'queued, per the agent). A message too large for the agent\'s window to ever hold (beside its ' +
+          "queued, per the agent). A message too large for the agent's window to ever hold (beside its " +
           'system prompt) is refused with 413 input_too_large and not stored.',
         params: IdParam,
         headers: IdempotencyHeaders,

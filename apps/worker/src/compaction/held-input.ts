@@ -24,7 +24,8 @@ export async function releaseHeldInput(
   for (const info of after) {
     const known = before.get(info.id);
     // Unchanged rows the job already saw need no event.
-    if (known && known.role === 'user' && known.midRun === (info.role === 'user' ? info.midRun : undefined)) continue;
+    if (known && known.role === 'user' && known.midRun === (info.role === 'user' ? info.midRun : undefined))
+      continue;
     emit({ type: 'message.updated', message: info });
   }
   return after.length > 0;

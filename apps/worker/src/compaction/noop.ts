@@ -19,7 +19,7 @@ import type { SessionContext } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import type { NextMove } from './commit.ts';
 import { releaseHeldInput } from './held-input.ts';
-import { type OpenedSummary, ignoreSummaryParts } from './summary-message.ts';
+import { ignoreSummaryParts, type OpenedSummary } from './summary-message.ts';
 
 // A compaction that cannot help is recorded and changes nothing (CONTEXT.md §5.6): nothing new to
 // summarise (an empty session, a second POST …/compact with nothing since the last summary), or

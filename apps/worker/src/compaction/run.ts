@@ -81,7 +81,14 @@ export async function runCompaction(
   const job = input.job;
   if (!hasNewContent(range.frozen)) {
     const why = 'nothing new to summarise since the last summary';
-    const next = await commitNoop(writer, { ctx, range, reason: reasonOf(range.part), model: model.ref, why, job });
+    const next = await commitNoop(writer, {
+      ctx,
+      range,
+      reason: reasonOf(range.part),
+      model: model.ref,
+      why,
+      job,
+    });
     log.info({ tokensBefore: ctx.estimate, next }, `compaction is a no-op: ${why}`);
     if (next === 'step') await wake(deps, tenantId, sessionId, input.markerId, sessionPriority(ctx.session));
     return next;
@@ -128,7 +135,10 @@ export async function runCompaction(
       requests: result.requests,
       job,
     });
-    log.info({ rung: result.rung, tokensBefore: ctx.estimate, tokensAfter: result.tokensAfter, next }, 'compaction is a no-op');
+    log.info(
+      { rung: result.rung, tokensBefore: ctx.estimate, tokensAfter: result.tokensAfter, next },
+      'compaction is a no-op',
+    );
     if (next === 'step') await wake(deps, tenantId, sessionId, input.markerId, sessionPriority(ctx.session));
     return next;
   }
