@@ -302,6 +302,40 @@ describe('compactions that cannot help are recorded no-ops', () => {
     expect((await client.history(id, 'model')).messages).toEqual([]);
   });
 
+  it('a summary that would grow the context is not applied: recorded, the session goes on', async () => {
+    stack.mock.setScenario({
+      rules: [
+        summaryRule,
+        { when: { lastUserIncludes: 'and now', lastMessageRole: 'user' }, reply: { text: 'fine' } },
+      ],
+    });
+    const id = await client.session('plain');
+    await client.send(id, 'hi');
+    await client.waitIdle(id);
+    const view = (await client.history(id, 'model')).messages;
+    const before = stack.mock.calls.length;
+    // Two words of history: any summary of them is longer than they are.
+    await client.call('POST', `/v1/sessions/${id}/compact`, {});
+    const rows = await until('the record', async () => {
+      const r = await compactions(stack, id);
+      return r.length > 0 && r[0]!.status !== 'running' ? r : undefined;
+    });
+    expect(rows).toMatchObject([{ status: 'noop', reason: 'manual', requests: 1 }]);
+    expect(stack.mock.calls.length).toBe(before + 1);
+    expect((await client.waitIdle(id)).compaction.count).toBe(0);
+    const messages = await log(client, id);
+    const summary = messages.find(isSummary);
+    expect(summary.info.error.name).toBe('CompactionNoopError');
+    expect(summary.info.finish).toBeUndefined();
+    expect(liveText(summary)).toBe('');
+    expect((await client.history(id, 'model')).messages).toEqual(view);
+    // No dead end: the next turn runs as usual.
+    await client.send(id, 'and now?');
+    const s = await client.waitIdle(id);
+    expect(s.status, JSON.stringify(s.error)).toBe('idle');
+    expect(liveText((await log(client, id)).at(-1))).toBe('fine');
+  });
+
   it('a repeated /compact with nothing new since the last summary is a no-op', async () => {
     stack.mock.setScenario({ rules: [summaryRule, ...bigTurn('first', ['r1'], 100, 'first done')] });
     const id = await client.session('small');
