@@ -33,7 +33,14 @@ beforeAll(async () => {
   const schema = { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] } as const;
   await client.tool('pick', { kind: 'client', description: 'Ask the user to pick', inputSchema: schema });
   await client.agent('small', { tools: ['big'], limits: { context: 8000, output: 1000 } });
-  await client.agent('asker', { tools: ['big', 'pick'] });
+  await client.tool('slow', {
+    kind: 'webhook',
+    description: 'a slow tool',
+    inputSchema: { type: 'object', properties: { ms: { type: 'number' } } },
+    url: `${stack.tools.url}/slow`,
+    timeoutMs: 20_000,
+  });
+  await client.agent('asker', { tools: ['big', 'pick', 'slow'] });
   await client.agent('plain', {});
   await client.agent('bg', {
     tools: ['big'],
@@ -188,6 +195,49 @@ describe('manual compaction mid-turn', () => {
     expect(JSON.stringify(last.messages)).toContain('ultramarine-blue');
     const rows = await compactions(stack, id);
     expect(rows).toMatchObject([{ status: 'completed', reason: 'manual', requests: 1 }]);
+  });
+});
+
+describe('manual compaction while a step runs', () => {
+  it('waits for the step, compacts, then the turn goes on to its answer', async () => {
+    stack.mock.setScenario({
+      rules: [
+        summaryRule,
+        {
+          when: { lastUserIncludes: 'go slowly', lastMessageRole: 'user' },
+          reply: { toolCalls: [{ name: 'big', arguments: { lines: 100, tag: 's1' } }] },
+        },
+        {
+          when: { toolResultIncludes: '[s1]' },
+          reply: { toolCalls: [{ name: 'slow', arguments: { ms: 1500 } }] },
+        },
+        {
+          when: { lastUserIncludes: CONTINUE, lastMessageRole: 'user' },
+          reply: { text: 'finished the slow work' },
+        },
+      ],
+    });
+    const id = await client.session('asker');
+    await client.send(id, 'go slowly');
+    await until('the slow tool running', async () => {
+      const msgs = await log(client, id);
+      return msgs.some((m) =>
+        m.parts.some((p: any) => p.type === 'tool' && p.tool === 'slow' && p.state.status === 'running'),
+      );
+    });
+    expect((await client.call('GET', `/v1/sessions/${id}`)).body.status).toBe('running');
+    expect((await client.call('POST', `/v1/sessions/${id}/compact`, {})).status).toBe(202);
+    const s = await client.waitIdle(id, 30_000);
+    expect(s.status, JSON.stringify(s.error)).toBe('idle');
+    expect(s.compaction.count).toBe(1);
+    const messages = await log(client, id);
+    const slow = messages.find((m) => m.parts.some((p: any) => p.type === 'tool' && p.tool === 'slow'));
+    const marker = messages.find((m) => markerOf(m));
+    // The step that was running finished first: its tool completed, then the compaction ran.
+    expect(slow.parts.find((p: any) => p.tool === 'slow').state.status).toBe('completed');
+    expect(marker.info.midRun).toBe(true);
+    expect(messages.some((m) => m.info.role === 'user' && liveText(m).includes(CONTINUE))).toBe(true);
+    expect(liveText(messages.at(-1))).toBe('finished the slow work');
   });
 });
 
