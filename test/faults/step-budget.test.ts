@@ -1,7 +1,6 @@
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LlmProxy, startLlmProxy } from '../support/llm-proxy.ts';
+import { faultLogDir } from '../support/log-dirs.ts';
 import { WorkerPool } from '../support/procs.ts';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
 
@@ -45,7 +44,7 @@ beforeAll(async () => {
       lockMs: 1500,
       stalledMs: 500,
     },
-    path.join(os.tmpdir(), `loopline-faults-${stack.namespace}`),
+    faultLogDir(stack.namespace),
   );
 }, 60_000);
 
@@ -104,7 +103,7 @@ describe('worker crashes within one turn', () => {
         stalledMs: 500,
         extra: { LOOPLINE_MAX_INTERRUPTED_STEPS: '2' },
       },
-      path.join(os.tmpdir(), `loopline-faults-${stack.namespace}-capped`),
+      faultLogDir(`${stack.namespace}-capped`),
     );
     try {
       capped.start();

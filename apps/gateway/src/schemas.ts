@@ -256,7 +256,7 @@ export const SessionOverrides = z
     model: ModelRef.optional(),
     baseURL: z.url().optional(),
     system: z.string().max(200_000).optional(),
-    tools: z.array(z.string().min(1)).optional(),
+    tools: AgentConfig.shape.tools.unwrap().optional(),
     limits: ModelLimits.optional(),
     maxSteps: z.number().int().positive().max(1000).optional(),
     temperature: z.number().min(0).max(2).optional(),

@@ -42,6 +42,7 @@ export async function goIdle(deps: WorkerDeps, writer: SessionWriter, stepCount:
     purpose: 'idle',
     overflow: false,
     rejected: false,
+    stepCount,
   });
 }
 

@@ -21,6 +21,7 @@ export {
   type ApiKeyInfo,
   authenticateApiKey,
   authenticateApiKeyCached,
+  cachedApiKey,
   createApiKey,
   hashApiKey,
   listApiKeys,

@@ -1,4 +1,4 @@
-import { toModelMessages } from '@loopline/core';
+import { toRequestMessages } from '@loopline/core';
 import { loadHistory, type UserPartInput } from '@loopline/db';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { appendAndWake, appendMessageAndWake, requestHash, withTokens } from '../lib/append.ts';
@@ -108,7 +108,8 @@ export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
       }
       const agent = session.agent;
       const { visible, system } = await modelInput(deps, session);
-      const messages = toModelMessages(visible, {
+      // Exactly what a model call would send, pair check included.
+      const { messages } = toRequestMessages(visible, {
         steer: agent.midRunMessages === 'steer',
         resendsReasoning: agent.resendsReasoning,
       });

@@ -125,6 +125,11 @@ export const CompactionPart = PartBase.extend({
    */
   iteration: z.number().int().positive().optional(),
   /**
+   * 1-based number of this compaction in its run of compactions with no completed model step in
+   * between (the loop guard's count, bounded by maxIterations), set when the loop creates it.
+   */
+  streak: z.number().int().positive().optional(),
+  /**
    * Written by the idle-session background job (seed 004's compactionThreshold): like `auto`, but
    * nothing is appended afterwards and the loop is not restarted.
    */
