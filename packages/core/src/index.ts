@@ -31,6 +31,7 @@ export * from './session/control.ts';
 export * from './session/estimate.ts';
 export * from './session/gauge.ts';
 export * from './session/history.ts';
+export * from './session/input-fit.ts';
 export * from './session/loop.ts';
 export * from './session/loop-guard.ts';
 export * from './session/model-message.ts';

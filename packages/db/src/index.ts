@@ -83,9 +83,11 @@ export {
   createAssistantMessage,
   getMessage,
   markReverted,
+  newestMessageInfo,
   revertedMessageIds,
   type UserPartInput,
   updateMessageInfo,
+  userMessagesAfter,
 } from './repo/messages.ts';
 export {
   getSessionAnyTenant,
