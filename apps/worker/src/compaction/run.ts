@@ -4,11 +4,13 @@ import {
   errorData,
   isAbortedReply,
   isCompletedSummary,
+  type ModelCapabilities,
+  type ServerFamily,
   turnAborted,
   type WithParts,
 } from '@loopline/core';
 import type { CompactionReason } from '@loopline/db';
-import { limitsFor } from '@loopline/llm';
+import { agentLimits, capabilitiesFor } from '@loopline/llm';
 import { PRIORITY } from '@loopline/queue';
 import type { Logger } from 'pino';
 import { isUserAbort } from '../control/abort.ts';
@@ -134,10 +136,14 @@ export function summaryModel(agent: {
   baseURL?: string | undefined;
   limits: SummaryModel['limits'];
   compaction: { model?: string | undefined };
+  server?: ServerFamily | undefined;
+  capabilities?: ModelCapabilities | undefined;
 }): SummaryModel {
   const ref = agent.compaction.model ?? agent.model;
-  const limits = ref === agent.model ? agent.limits : limitsFor(ref);
-  return { ref, baseURL: agent.baseURL, limits };
+  const same = ref === agent.model;
+  const limits = same ? agent.limits : agentLimits({ model: ref, server: agent.server });
+  const template = capabilitiesFor(same ? agent : { model: ref, server: agent.server });
+  return { ref, baseURL: agent.baseURL, limits, template };
 }
 
 function reasonOf(part: CompactionPart): CompactionReason {

@@ -3,6 +3,7 @@ import {
   COMPACTION_SYSTEM_PROMPT,
   countCapped,
   type FinishReason,
+  MESSAGE_FRAMING_TOKENS,
   type ModelLimits,
   type ModelMessage,
   type Tokenizer,
@@ -24,6 +25,8 @@ export interface SummaryModel {
   ref: string;
   baseURL?: string | undefined;
   limits: ModelLimits;
+  /** What the model's chat template accepts (capabilities): role alternation, a system role. */
+  template?: { strictAlternation?: boolean; systemRole?: boolean };
 }
 
 export type SummaryOutcome =
@@ -72,6 +75,7 @@ async function summarizeOnce(deps: WorkerDeps, input: SummarizeInput): Promise<S
     messages: input.messages,
     tools: [],
     maxOutputTokens: model.limits.output || undefined,
+    template: model.template,
     abortSignal: signal,
   });
   // Reasoning and tool calls are not part of a summary: only text blocks are kept.
@@ -124,8 +128,9 @@ async function summarizeOnce(deps: WorkerDeps, input: SummarizeInput): Promise<S
 
 /** tiktoken count of a request to the compaction agent: its system prompt and every message's text. */
 export function requestTokens(tokenizer: Tokenizer, messages: ModelMessage[]): number {
-  let sum = countCapped(tokenizer, COMPACTION_SYSTEM_PROMPT);
+  let sum = countCapped(tokenizer, COMPACTION_SYSTEM_PROMPT) + MESSAGE_FRAMING_TOKENS;
   for (const m of messages) {
+    sum += MESSAGE_FRAMING_TOKENS; // the template's role markers around each message
     for (const part of m.content) {
       if (part.type === 'text' || part.type === 'reasoning') sum += countCapped(tokenizer, part.text);
       else if (part.type === 'tool-call') sum += countCapped(tokenizer, JSON.stringify(part.input) ?? '');
