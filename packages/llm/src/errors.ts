@@ -141,6 +141,14 @@ function streamPayload(error: unknown): HttpFacts | undefined {
   };
 }
 
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 function networkCode(error: unknown): string | undefined {
   for (let e: unknown = error, depth = 0; isRec(e) && depth < 5; e = e.cause, depth++) {
     const code = str(e.code);
@@ -176,11 +184,14 @@ export function classifyError(error: unknown, signal?: AbortSignal): ClassifiedE
   if (APICallError.isInstance(error)) {
     // Fetch failures surface as APICallError without a status ("Cannot connect to API").
     const code = providerCode(error.data, error.responseBody) ?? networkCode(error.cause);
+    // A body the SDK could not read as OpenAI's (vLLM's flat `{object: "error", message}`, TGI's
+    // `{error: "…"}`) leaves a bare "Bad Request": the server's own words say more.
+    const said = error.responseBody ? streamPayload(safeJson(error.responseBody))?.message : undefined;
     return classifyHttp({
       status: error.statusCode,
       body: error.responseBody,
       code,
-      message: error.message,
+      message: said && !error.message.includes(said) ? `${error.message}: ${said}` : error.message,
       headers: error.responseHeaders,
     });
   }
