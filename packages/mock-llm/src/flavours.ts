@@ -8,7 +8,7 @@ import type { Conversation } from './conversation.ts';
 import { type ErrorPlan, type OutputPlan, type Plan, splitText } from './plan.ts';
 import type { Scenario } from './scenario.ts';
 import { headTokens } from './tokens.ts';
-import { chatUsage, type WireMeta } from './wire-chat.ts';
+import { chatUsage } from './wire-chat.ts';
 
 export type Flavour = Scenario['flavour'];
 
@@ -173,7 +173,6 @@ export function flavourChunks(
   flavour: Exclude<Flavour, 'openai'>,
   openai: unknown[],
   plan: OutputPlan,
-  meta: WireMeta,
   includeUsage: boolean,
 ): unknown[] {
   type Chunk = { choices: Array<Record<string, unknown>>; usage?: unknown } & Record<string, unknown>;

@@ -184,7 +184,7 @@ async function sendOutput(
   if (conv.endpoint === 'chat') {
     const flavour = state.scenario.flavour;
     const openai = chatChunks(plan, m, conv.includeUsage);
-    const chunks = flavour === 'openai' ? openai : flavourChunks(flavour, openai, plan, m, conv.includeUsage);
+    const chunks = flavour === 'openai' ? openai : flavourChunks(flavour, openai, plan, conv.includeUsage);
     const events = chunks.map((data) => ({ data }));
     await writeSse(reply.raw, events, opts, 'data: [DONE]\n\n');
   } else {

@@ -5,19 +5,20 @@ import {
   isAbortedReply,
   isCompletedSummary,
   type ModelCapabilities,
+  ratioState,
   type ServerFamily,
   turnAborted,
   type WithParts,
 } from '@loopline/core';
 import type { CompactionReason } from '@loopline/db';
-import { agentLimits, capabilitiesFor } from '@loopline/llm';
+import { agentLimits, capabilitiesFor, tokenizerFamily } from '@loopline/llm';
 import { PRIORITY } from '@loopline/queue';
 import type { Logger } from 'pino';
 import { isUserAbort } from '../control/abort.ts';
 import type { WorkerDeps } from '../deps.ts';
 import { sessionPriority } from '../fairness/options.ts';
 import { workerJobIds } from '../job-ids.ts';
-import { loadContext } from '../session-context.ts';
+import { loadContext, type SessionContext, sessionRatio } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { commitCompaction, type NextMove } from './commit.ts';
 import { runLadder } from './ladder.ts';
@@ -77,7 +78,7 @@ export async function runCompaction(
     return next;
   }
 
-  const model = summaryModel(ctx.agent);
+  const model = { ...summaryModel(ctx.agent), ratio: summaryRatio(ctx) };
   const opened = await openSummary(writer, {
     markerId: input.markerId,
     partId: range.part.id,
@@ -144,6 +145,16 @@ export function summaryModel(agent: {
   const limits = same ? agent.limits : agentLimits({ model: ref, server: agent.server });
   const template = capabilitiesFor(same ? agent : { model: ref, server: agent.server });
   return { ref, baseURL: agent.baseURL, limits, template };
+}
+
+/** The summary model's ratio with its margin: the session's own when it is the agent's model. */
+function summaryRatio(ctx: SessionContext): number {
+  const ref = ctx.agent.compaction.model ?? ctx.agent.model;
+  const r =
+    ref === ctx.agent.model
+      ? sessionRatio(ctx.session, ctx.agent)
+      : ratioState({ model: ref, tokenizer: tokenizerFamily({ model: ref }) });
+  return r.ratio * (1 + r.margin);
 }
 
 function reasonOf(part: CompactionPart): CompactionReason {

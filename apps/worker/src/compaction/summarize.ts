@@ -3,6 +3,7 @@ import {
   COMPACTION_SYSTEM_PROMPT,
   countCapped,
   type FinishReason,
+  fitRequest,
   MESSAGE_FRAMING_TOKENS,
   type ModelLimits,
   type ModelMessage,
@@ -27,6 +28,12 @@ export interface SummaryModel {
   limits: ModelLimits;
   /** What the model's chat template accepts (capabilities): role alternation, a system role. */
   template?: { strictAlternation?: boolean; systemRole?: boolean };
+  /**
+   * Provider tokens per tiktoken token, margin included (the session's learned ratio for the
+   * agent's own model): every summary, chunk and merge request is checked against the window with
+   * it before it is sent, output included.
+   */
+  ratio?: number;
 }
 
 export type SummaryOutcome =
@@ -62,6 +69,18 @@ export async function summarize(deps: WorkerDeps, input: SummarizeInput): Promis
 
 async function summarizeOnce(deps: WorkerDeps, input: SummarizeInput): Promise<SummaryOutcome> {
   const { model, signal } = input;
+  // Never send a request the window cannot take: the ladder reads an overflow and tries the next rung.
+  const fit = fitRequest(
+    Math.ceil(requestTokens(deps.tokenizer, input.messages) * (model.ratio ?? 1)),
+    model.limits,
+  );
+  if (model.ratio !== undefined && !fit.fits) {
+    return {
+      ok: false,
+      error: { kind: 'overflow', message: 'the summary request would not fit the model window' },
+      partIds: [],
+    };
+  }
   const recorder = input.persist
     ? new StreamRecorder(input.persist.writer, input.persist.messageId, deps.tokenizer)
     : undefined;
@@ -74,7 +93,7 @@ async function summarizeOnce(deps: WorkerDeps, input: SummarizeInput): Promise<S
     system: [COMPACTION_SYSTEM_PROMPT],
     messages: input.messages,
     tools: [],
-    maxOutputTokens: model.limits.output || undefined,
+    maxOutputTokens: fit.output,
     template: model.template,
     abortSignal: signal,
   });
