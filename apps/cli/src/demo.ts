@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { demoConfigFromEnv } from './config.ts';
 import { startToolServer } from './demo-tools.ts';
 import { ensureDatabase } from './ensure-database.ts';
 import { portFree, root, type Service, spawnService, waitForHttp } from './services.ts';
@@ -9,13 +10,13 @@ import { readSse } from './sse-client.ts';
 // agent over the HTTP API, and drives a conversation with tool calls while printing what the
 // SSE endpoint streams. The service keeps running until Ctrl-C.
 
-const env = process.env;
-const port = Number(env.PORT ?? 3000);
-const mockPort = Number(env.MOCK_LLM_PORT ?? 4010);
-const toolsPort = Number(env.DEMO_TOOLS_PORT ?? 4020);
+const env = demoConfigFromEnv(process.env);
+const port = env.PORT;
+const mockPort = env.MOCK_LLM_PORT;
+const toolsPort = env.DEMO_TOOLS_PORT;
 const base = `http://127.0.0.1:${port}`;
-const databaseUrl = env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/loopline';
-const redisUrl = env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const databaseUrl = env.DATABASE_URL;
+const redisUrl = env.REDIS_URL;
 const operatorToken = env.LOOPLINE_OPERATOR_TOKEN ?? randomBytes(16).toString('hex');
 const realModel = Boolean(env.OPENAI_API_KEY);
 const c = {
@@ -84,7 +85,7 @@ async function main() {
   await checkPorts();
   await ensureDatabase(databaseUrl);
   const tools = await startToolServer(toolsPort);
-  const common = { DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, LOG_LEVEL: env.LOG_LEVEL ?? 'info' };
+  const common = { DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, LOG_LEVEL: env.LOG_LEVEL };
   let modelBase = env.OPENAI_BASE_URL ?? '';
   if (!realModel) {
     const mock = start('mock-llm', 'packages/mock-llm/src/main.ts', {}, [
@@ -108,7 +109,7 @@ async function main() {
     // The demo's tool server runs on loopback; allow exactly that host.
     LOOPLINE_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
     // V8's young generation capped as in production (docs/DEPLOYMENT.md): RSS under 300 MB.
-    NODE_OPTIONS: `${env.NODE_OPTIONS ?? ''} --max-semi-space-size=8`.trim(),
+    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --max-semi-space-size=8`.trim(),
   });
   await waitForHttp(`${base}/readyz`, { service: gateway, accept: (body) => body.includes('"checks"') });
 
@@ -128,7 +129,7 @@ async function main() {
     url: `${tools.url}/save_note`,
   });
   await api('PUT', '/v1/agents/assistant', apiKey, {
-    model: realModel ? (env.DEMO_MODEL ?? 'openai/gpt-4o-mini') : 'compatible/mock-demo',
+    model: realModel ? env.DEMO_MODEL : 'compatible/mock-demo',
     system: 'You are a concise travel assistant. Use lookup for facts and save_note to remember things.',
     tools: ['lookup', 'save_note'],
     maxSteps: 8,
@@ -165,7 +166,7 @@ async function main() {
     url: `${tools.url}/big`,
   });
   await api('PUT', '/v1/agents/researcher', apiKey, {
-    model: realModel ? (env.DEMO_MODEL ?? 'openai/gpt-4o-mini') : 'compatible/mock-demo',
+    model: realModel ? env.DEMO_MODEL : 'compatible/mock-demo',
     system: 'You read reports and summarise them.',
     tools: ['big'],
     limits: { context: 8000, output: 1000 },
@@ -212,7 +213,7 @@ async function main() {
     `  curl -s -H 'authorization: Bearer ${apiKey}' '${base}/v1/sessions/${small.id}/messages?view=model'`,
   );
   console.log(`  open ${base}/admin/inspector?token=${operatorToken}&session=${small.id}`);
-  if (env.DEMO_EXIT === '1') await shutdown(0);
+  if (env.DEMO_EXIT) await shutdown(0);
   await new Promise(() => undefined);
 }
 
@@ -255,7 +256,7 @@ function follow(sessionId: string, apiKey: string) {
   })().catch((err: unknown) => {
     if (!stopping) fail(new Error(`the event stream of ${sessionId} failed: ${String(err)}`));
   });
-  const turnTimeoutMs = Number(env.DEMO_TURN_TIMEOUT_MS ?? 120_000);
+  const turnTimeoutMs = env.DEMO_TURN_TIMEOUT_MS;
   return {
     async converse(turns: string[]) {
       for (const text of turns) {

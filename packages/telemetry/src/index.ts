@@ -7,4 +7,5 @@ export {
   tracingActive,
   withSpan,
 } from './context.ts';
+export { tracingEnv } from './env.ts';
 export { startTracing, type Tracing, tracesExporterFromEnv } from './sdk.ts';

@@ -1,6 +1,7 @@
 import {
   type AgentConfig,
   countPart,
+  ingestCap,
   LooplineError,
   newId,
   type SessionEvent,
@@ -13,6 +14,7 @@ import { sessionAttributes, withSpan } from '@loopline/telemetry';
 import { SpanStatusCode } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { WorkerDeps } from '../deps.ts';
+import { resolveAgent } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { deferCall } from './deferred.ts';
 import { readOutput } from './read-output.ts';
@@ -160,7 +162,13 @@ async function runOne(
   let outputId: string | undefined;
   if (result) {
     outputId = newId('out');
-    const cut = truncateToolOutput(result.output, { ...agent.toolOutput, outputId });
+    // The window's share caps one output too (exact tokens): none may force a compaction alone.
+    const cut = truncateToolOutput(result.output, {
+      ...agent.toolOutput,
+      outputId,
+      maxTokens: ingestCap(resolveAgent(agent)),
+      tokenizer: deps.tokenizer,
+    });
     if (cut.truncated) full = result.output;
     done = {
       ...call,
