@@ -112,8 +112,11 @@ describe('tracing', () => {
     stack.mock.setScenario({ rules: [summaryRule] });
     await client.agent('compacted', {});
     const id = await client.session('compacted');
-    await client.send(id, 'hello there');
-    await client.waitIdle(id);
+    // Enough history before the kept tail that a summary shrinks it (else it is a recorded no-op).
+    for (const n of [1, 2, 3, 4]) {
+      await client.send(id, `note ${n}: ${'lorem ipsum dolor sit amet '.repeat(80)}`);
+      await client.waitIdle(id);
+    }
     const res = await client.call('POST', `/v1/sessions/${id}/compact`, {});
     expect(res.status, JSON.stringify(res.body)).toBeLessThan(300);
     await until('the compaction', async () => {

@@ -7,21 +7,13 @@ import type { WebhookEvent } from './events.ts';
 // recorded for a subscription is skipped (same event id) — and a job for each new row. Never
 // fails the caller: a webhook problem must not stop the loop; it is logged and left at that.
 
-/** A tenant's subscriptions, kept per worker for a second (the common answer: none). */
-const CACHE_MS = 1_000;
-const caches = new WeakMap<WorkerDeps, Map<string, { at: number; subs: WebhookSubscription[] }>>();
-
+/**
+ * A tenant's enabled subscriptions: one indexed read per event worth telling (a turn's end, an
+ * error, a wait, a compaction: never per step), made after the events were published, so a new
+ * or changed subscription applies to the very next event.
+ */
 async function subscriptionsOf(deps: WorkerDeps, tenantId: string): Promise<WebhookSubscription[]> {
-  let cache = caches.get(deps);
-  if (!cache) {
-    cache = new Map();
-    caches.set(deps, cache);
-  }
-  const hit = cache.get(tenantId);
-  if (hit && Date.now() - hit.at < CACHE_MS) return hit.subs;
-  const subs = (await listWebhookSubscriptions(deps.db, tenantId)).filter((s) => s.enabled);
-  cache.set(tenantId, { at: Date.now(), subs });
-  return subs;
+  return (await listWebhookSubscriptions(deps.db, tenantId)).filter((s) => s.enabled);
 }
 
 export const newDeliveryId = (): string => `whd_${randomBytes(12).toString('hex')}`;
