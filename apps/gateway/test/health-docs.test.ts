@@ -93,6 +93,12 @@ describe('OpenAPI', () => {
         'GET /v1/batches/{id}',
         'GET /v1/batches/{id}/results',
         'POST /v1/batches/{id}/cancel',
+        'PUT /v1/webhooks/{name}',
+        'GET /v1/webhooks/{name}',
+        'GET /v1/webhooks',
+        'DELETE /v1/webhooks/{name}',
+        'GET /v1/webhooks/{name}/deliveries',
+        'POST /v1/webhooks/{name}/deliveries/{id}/redeliver',
       ].sort(),
     );
     const post = doc.paths['/v1/sessions/{id}/messages'].post;
