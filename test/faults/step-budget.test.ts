@@ -116,10 +116,14 @@ describe('worker crashes within one turn', () => {
       // No third model call: the cap stopped the session before calling again.
       const log = await client.history(sessionId);
       const replies = log.messages.filter((m: any) => m.info.role === 'assistant');
+      // The two interrupted steps, then the record of the error that ended the turn.
       expect(replies.map((m: any) => m.info.error?.name)).toEqual([
         'StepInterruptedError',
         'StepInterruptedError',
+        'MaxInterruptionsReachedError',
       ]);
+      expect(replies.at(-1).info.finish).toBe('error');
+      expect(replies.at(-1).parts).toEqual([]);
       await capped.stopAll();
       expect(capped.crashes).toEqual([]);
     } finally {

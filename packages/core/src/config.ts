@@ -5,6 +5,12 @@ import { z } from 'zod';
 export const PRUNE_MINIMUM = 20_000;
 export const PRUNE_PROTECT = 40_000;
 export const PRUNE_PROTECTED_TOOLS = ['skill'];
+export const PRUNE_PROTECT_STEPS = 3;
+/** pruneProtect and pruneMinimum default to these shares of the usable window (capped by the constants above). */
+export const PRUNE_PROTECT_SHARE = 0.25;
+export const PRUNE_MINIMUM_SHARE = 0.1;
+/** A single tool output may use at most this share of the usable window (in tokens) after truncation. */
+export const TRUNCATE_WINDOW_SHARE = 0.25;
 export const TRUNCATE_MAX_LINES = 2_000;
 export const TRUNCATE_MAX_BYTES = 50 * 1024;
 export const COMPACTION_TOOL_OUTPUT_CHARS = 2_000;
@@ -52,14 +58,21 @@ export const CompactionConfig = z.object({
   extraContext: z.array(z.string().max(50_000)).max(100).default([]),
   /** Model for summaries; defaults to the agent's model. */
   model: z.string().max(200).optional(),
-  /** Compactions allowed per user turn before MaxCompactionReachedError. */
+  /**
+   * Compactions allowed in a row without a completed model step between them, before
+   * MaxCompactionReachedError (a compaction followed by real work is not a loop).
+   */
   maxIterations: z.number().int().positive().max(100).default(3),
+  /** Optional cost cap: compactions allowed per user turn (0 = no cap). */
+  maxCompactionsPerTurn: z.number().int().nonnegative().max(10_000).default(0),
   /** Growth (fraction of the trigger) required before another automatic compaction. */
   growthMargin: z.number().min(0).lte(1).default(0.1),
   protectedTools: z.array(toolName).max(MAX_AGENT_TOOLS).default(PRUNE_PROTECTED_TOOLS),
-  /** Prune keeps the newest tool outputs up to this many tokens; default PRUNE_PROTECT (small windows want less). */
+  /** Prune never clears the tool outputs of this many newest assistant messages (steps). */
+  pruneProtectSteps: z.number().int().nonnegative().max(10_000).default(PRUNE_PROTECT_STEPS),
+  /** Prune keeps the newest tool outputs up to this many tokens; default min(40,000, 25 % of usable). */
   pruneProtect: tokens().optional(),
-  /** Prune clears nothing unless it frees more than this many tokens; default PRUNE_MINIMUM. */
+  /** Prune clears nothing unless it frees more than this many tokens; default min(20,000, 10 % of usable). */
   pruneMinimum: tokens().optional(),
 });
 export type CompactionConfig = z.infer<typeof CompactionConfig>;
@@ -68,10 +81,61 @@ export const ToolOutputConfig = z.object({
   maxLines: z.number().int().positive().max(MAX_TOOL_OUTPUT_LINES).default(TRUNCATE_MAX_LINES),
   maxBytes: z.number().int().positive().max(MAX_TOOL_OUTPUT_BYTES).default(TRUNCATE_MAX_BYTES),
   direction: z.enum(['head', 'tail']).default('head'),
+  /**
+   * Share of the usable window one output may take, in tokens: the effective cap is the smaller of
+   * this and maxLines/maxBytes, so no single output forces a compaction by itself.
+   */
+  windowShare: z.number().gt(0).lte(1).default(TRUNCATE_WINDOW_SHARE),
   /** Days a full tool output is kept for read_output. */
   retentionDays: z.number().int().positive().max(3_650).default(30),
 });
 export type ToolOutputConfig = z.infer<typeof ToolOutputConfig>;
+
+/**
+ * The kind of server behind a model ref: picks capability defaults (docs/models.md). `openai` for
+ * `openai/` refs, `generic` for `compatible/` refs unless the agent says which server it is.
+ */
+export const SERVER_FAMILIES = [
+  'openai',
+  'vllm',
+  'llamacpp',
+  'ollama',
+  'lmstudio',
+  'tgi',
+  'generic',
+] as const;
+export const ServerFamily = z.enum(SERVER_FAMILIES);
+export type ServerFamily = z.infer<typeof ServerFamily>;
+
+/** Tokenizer families with a known provider-to-tiktoken prior (the first request's estimate). */
+export const TOKENIZER_FAMILIES = [
+  'openai',
+  'claude',
+  'gemini',
+  'llama',
+  'deepseek',
+  'qwen',
+  'mistral',
+] as const;
+export const TokenizerFamily = z.enum(TOKENIZER_FAMILIES);
+export type TokenizerFamily = z.infer<typeof TokenizerFamily>;
+
+/** What a model/server accepts; every field overrides the server family's and the catalog's default. */
+export const ModelCapabilities = z.object({
+  /** `none`: no `tools`/`tool_choice` is ever sent (servers without tool support answer 4xx/500). */
+  tools: z.enum(['auto', 'none']).optional(),
+  /** The server reports usage in the stream; without it every estimate is unanchored. */
+  usageInStream: z.boolean().optional(),
+  /** The chat template rejects two user (or two assistant) messages in a row: they are merged. */
+  strictAlternation: z.boolean().optional(),
+  /** The template accepts a `system` message; otherwise the system text opens the first user message. */
+  systemRole: z.boolean().optional(),
+  /** Upper bound of max_tokens the server accepts. */
+  maxOutput: z.number().int().positive().optional(),
+});
+export type ModelCapabilities = z.infer<typeof ModelCapabilities>;
+export type ResolvedCapabilities = Required<Omit<ModelCapabilities, 'maxOutput'>> &
+  Pick<ModelCapabilities, 'maxOutput'>;
 
 /** `openai/<id>` (Responses API) or `compatible/<id>` (chat completions at baseURL). */
 export const ModelRef = z
@@ -94,6 +158,12 @@ export const AgentConfig = z.object({
   toolOutput: ToolOutputConfig.default(ToolOutputConfig.parse({})),
   /** Reasoning text is sent back to the model (DeepSeek style); OpenAI does not. */
   resendsReasoning: z.boolean().default(false),
+  /** Which server answers `model` (capability defaults, docs/models.md). */
+  server: ServerFamily.optional(),
+  /** Overrides of the model's capabilities (tools, usage in stream, role alternation, system role, max output). */
+  capabilities: ModelCapabilities.optional(),
+  /** Tokenizer family of the model, for the first request's estimate; default from the model id. */
+  tokenizer: TokenizerFamily.optional(),
   /** Model that writes the session title after the first turn (a small one); defaults to `model`. */
   titleModel: ModelRef.optional(),
 });

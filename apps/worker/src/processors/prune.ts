@@ -30,10 +30,10 @@ export async function processPrune(deps: WorkerDeps, job: Job<PruneJob>, token?:
     const log = deps.logger.child({ tenantId, sessionId, jobId: job.id, purpose: job.data.purpose });
     let ctx = await loadContext(deps, tenantId, sessionId);
     if (!ctx) return;
-    if (isStaleIdlePass(job.data, ctx.session.stepCount)) {
+    if (job.data.purpose === 'idle' && idlePassObsolete(ctx, job.data)) {
       log.debug(
-        { scheduledAt: job.data.stepCount, stepCount: ctx.session.stepCount },
-        'stale idle prune skipped',
+        { stepCount: ctx.session.stepCount, status: ctx.session.status },
+        'session moved on; idle prune skipped',
       );
       return;
     }
@@ -48,9 +48,14 @@ export async function processPrune(deps: WorkerDeps, job: Job<PruneJob>, token?:
   });
 }
 
-/** An idle pass scheduled before the session's newest turn began: that turn schedules its own. */
-export function isStaleIdlePass(data: PruneJob, stepCount: number): boolean {
-  return data.purpose === 'idle' && data.stepCount !== undefined && data.stepCount !== stepCount;
+/**
+ * The idle pass belongs to the idle period it was scheduled for: once a newer turn has run a step
+ * (or is under way), pruning here would act in the middle of that turn and write a second ledger
+ * row for its step. That turn's own end schedules the next idle pass.
+ */
+function idlePassObsolete(ctx: SessionContext, data: PruneJob): boolean {
+  if (data.stepCount === undefined) return false; // enqueued by an older worker
+  return ctx.session.stepCount !== data.stepCount || ctx.session.status !== 'idle';
 }
 
 async function compactIfNeeded(
@@ -97,6 +102,7 @@ async function compactIfNeeded(
     auto: true,
     overflow: data.overflow,
     ...(data.iteration !== undefined ? { iteration: data.iteration } : {}),
+    ...(data.streak !== undefined ? { streak: data.streak } : {}),
   });
   log.info(
     {
