@@ -69,7 +69,7 @@ describe('context: background compaction', () => {
       15_000,
       'the background compaction',
     );
-    expect(row).toMatchObject({ status: 'completed', reason: 'auto' });
+    expect(row).toMatchObject({ status: 'completed', reason: 'background', requests: 1 });
     const s = await client.waitIdle(id);
     expect(s.status).toBe('idle');
     expect(s.compaction.count).toBe(1);

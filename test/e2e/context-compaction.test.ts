@@ -99,8 +99,16 @@ describe('context: prune then compaction', () => {
   });
 
   it('runs a manual compaction with instructions: summary, no continue message, session idle', async () => {
-    stack.mock.setScenario({ rules: [summaryRule] });
-    await client.agent('plain', {});
+    // Turns with tool outputs: a summary of them is smaller than they are (a compaction that
+    // would grow the context is a no-op).
+    stack.mock.setScenario({
+      rules: [
+        summaryRule,
+        ...bigTurn('config/app.yaml', ['m1'], 100, 'config read'),
+        ...bigTurn('src/main.ts', ['m2'], 100, 'main read'),
+      ],
+    });
+    await client.agent('plain', { tools: ['big'] });
     const id = await client.session('plain');
     for (const text of ['tell me about config/app.yaml', 'and about src/main.ts']) {
       await client.send(id, text);

@@ -21,6 +21,8 @@ export const ERROR_CODES = {
     'Too many compactions without progress (or over the per-turn cap); the session stopped to avoid a loop.',
   CompactionError: 'Compaction could not bring the context under the trigger.',
   SummaryGenerationError: 'The summary model failed; a cheaper compaction rung was used.',
+  CompactionNoopError:
+    'The compaction found nothing new to summarise, or its result would not have shrunk the context; nothing changed.',
   MaxStepsReachedError: 'The agent reached its step limit for this turn.',
   MaxInterruptionsReachedError:
     'Too many steps in a row were interrupted (their worker died or lost its lock); the session stopped.',

@@ -13,8 +13,10 @@
 //   fence       the token bumped by each new lock holder and checked by every PostgreSQL write.
 
 export * from './config.ts';
+export * from './env.ts';
 export * from './errors.ts';
 export * from './ids.ts';
+export * from './redact.ts';
 export * from './schema/event.ts';
 export * from './schema/message.ts';
 export * from './schema/part.ts';
@@ -29,6 +31,7 @@ export * from './session/control.ts';
 export * from './session/estimate.ts';
 export * from './session/gauge.ts';
 export * from './session/history.ts';
+export * from './session/input-fit.ts';
 export * from './session/loop.ts';
 export * from './session/loop-guard.ts';
 export * from './session/model-message.ts';

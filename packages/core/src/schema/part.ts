@@ -134,6 +134,11 @@ export const CompactionPart = PartBase.extend({
    * nothing is appended afterwards and the loop is not restarted.
    */
   background: z.boolean().optional(),
+  /**
+   * Set by the compaction job when it found nothing new to summarise, or a result that would not
+   * shrink the context: the point is closed without a summary (no boundary) and is never run again.
+   */
+  noop: z.boolean().optional(),
 });
 
 export const SubtaskPart = PartBase.extend({
