@@ -109,6 +109,32 @@ describe.each(FLAVOURS)('a compacting session on $flavour (ratio $tokenRatio, n_
   });
 });
 
+describe('the first request of a known family', () => {
+  it.each([
+    { model: 'compatible/meta-llama-3.1-8b-instruct', tokenRatio: 1.05 },
+    { model: 'compatible/qwen2.5-7b-instruct', tokenRatio: 1.1 },
+    { model: 'compatible/unknown-7b', tokenRatio: 1.1, tokenizer: 'qwen' as const },
+  ])('$model: estimated within 3 % before any report', async ({ model, tokenRatio, tokenizer }) => {
+    stack.mock.reset();
+    stack.mock.setScenario({ flavour: 'vllm', tokenRatio, default: { text: 'ok' } });
+    const agent = `first-${model.replace(/\W/g, '-')}`;
+    await client.agent(agent, {
+      model,
+      server: 'vllm',
+      system: 'You are a careful assistant for a migration project.',
+      capabilities: { tools: 'none' },
+      ...(tokenizer ? { tokenizer } : {}),
+    });
+    const id = await client.session(agent);
+    await client.send(id, paragraph(1));
+    expect((await client.waitIdle(id)).status).toBe('idle');
+    const ctx = (await client.call('GET', `/v1/sessions/${id}/context`)).body;
+    const first = ctx.estimates[0];
+    expect(first.anchored).toBe(false);
+    expect(Math.abs(first.errorPercent)).toBeLessThanOrEqual(3);
+  });
+});
+
 describe('models and servers without tools', () => {
   it('a server that refuses tools ends the turn at once with a clear error (no retries)', async () => {
     stack.mock.reset();
