@@ -1,4 +1,5 @@
 import {
+  MESSAGE_FRAMING_TOKENS,
   PROVIDER_DEFAULT_PROMPT,
   requestOverhead,
   type SessionEvent,
@@ -79,7 +80,8 @@ describe('GET /v1/sessions/:id/context', () => {
     // Before any provider report the system block counts (no tool definitions: read_output is
     // offered only with a truncated output to read), × the prior of the mock's family (o200k: 1.0).
     const overhead = requestOverhead(createTokenizer('o200k_base'), [PROVIDER_DEFAULT_PROMPT], []);
-    const used = Math.ceil(overhead * 1.0);
+    // Plus the framing a chat template adds around the system message and the reply's opening.
+    const used = Math.ceil((overhead + 2 * MESSAGE_FRAMING_TOKENS) * 1.0);
     expect(res.json()).toEqual({
       sessionId: ctx.sessionId,
       status: 'idle',
