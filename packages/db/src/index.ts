@@ -21,6 +21,7 @@ export {
   type ApiKeyInfo,
   authenticateApiKey,
   authenticateApiKeyCached,
+  cachedApiKey,
   createApiKey,
   hashApiKey,
   listApiKeys,
@@ -82,9 +83,11 @@ export {
   createAssistantMessage,
   getMessage,
   markReverted,
+  newestMessageInfo,
   revertedMessageIds,
   type UserPartInput,
   updateMessageInfo,
+  userMessagesAfter,
 } from './repo/messages.ts';
 export {
   getSessionAnyTenant,

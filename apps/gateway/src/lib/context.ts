@@ -138,6 +138,7 @@ function toRecord(r: CompactionInfo, reverted: boolean): CompactionRecord {
     startedAt: iso(r.startedAt),
     finishedAt: r.finishedAt ? iso(r.finishedAt) : null,
     durationMs: r.durationMs,
+    requests: r.requests,
     error: r.error,
     reverted,
   };

@@ -8,6 +8,7 @@ import {
   replayRequest,
   selectTail,
   type Tokenizer,
+  turnInProgress,
   unansweredRequest,
   type WithParts,
 } from '@loopline/core';
@@ -38,6 +39,8 @@ export interface Plans {
   /** Provider tokens per tiktoken token (the session's learned ratio, else the family prior). */
   ratio: number;
   trigger: number;
+  /** A turn was being worked on when the compaction was requested: the loop must carry it on. */
+  turnWasRunning: boolean;
   /** Provider-scale size of the next prompt with a summary of `summaryTokens` (tiktoken). */
   project(plan: CompactionPlan, summaryTokens: number): number;
 }
@@ -53,8 +56,11 @@ export function planCompaction(ctx: SessionContext, range: CompactionRange, toke
   let pendingTokens = 0;
   for (const m of range.pending) pendingTokens += messageTokens(m, resendsReasoning);
   const request = range.part.overflow ? unansweredRequest(range.frozen) : undefined;
-  // Manual and background compactions append nothing: the loop stops (or stays idle).
-  const appends = range.part.auto && range.part.background !== true;
+  // A background compaction, and a manual one between turns, append nothing: the session stays
+  // idle. An automatic one, and a manual one requested mid-turn, hand the turn back to the loop
+  // with the continue message (or the replayed request).
+  const turnWasRunning = turnInProgress(range.frozen);
+  const appends = range.part.auto ? range.part.background !== true : turnWasRunning;
 
   const project = (plan: Pick<CompactionPlan, 'tail' | 'followUp'>, summaryTokens: number) =>
     projectAfterCompaction({
@@ -91,6 +97,7 @@ export function planCompaction(ctx: SessionContext, range: CompactionRange, toke
     noTail: make(range.frozen, [], undefined),
     ratio,
     trigger: budget.trigger,
+    turnWasRunning,
     project,
   };
 }

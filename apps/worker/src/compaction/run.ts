@@ -2,6 +2,7 @@ import {
   type CompactionPart,
   compactionRange,
   errorData,
+  hasNewContent,
   isAbortedReply,
   isCompletedSummary,
   type ModelCapabilities,
@@ -22,6 +23,7 @@ import { loadContext, type SessionContext, sessionRatio } from '../session-conte
 import type { SessionWriter } from '../session-writer.ts';
 import { commitCompaction, type NextMove } from './commit.ts';
 import { runLadder } from './ladder.ts';
+import { commitNoop } from './noop.ts';
 import type { SummaryModel } from './summarize.ts';
 import { abandonSummary, openSummary, summaryMessageId } from './summary-message.ts';
 
@@ -79,6 +81,21 @@ export async function runCompaction(
   }
 
   const model = { ...summaryModel(ctx.agent), ratio: summaryRatio(ctx) };
+  const job = input.job;
+  if (!hasNewContent(range.frozen)) {
+    const why = 'nothing new to summarise since the last summary';
+    const next = await commitNoop(writer, {
+      ctx,
+      range,
+      reason: reasonOf(range.part),
+      model: model.ref,
+      why,
+      job,
+    });
+    log.info({ tokensBefore: ctx.estimate, next }, `compaction is a no-op: ${why}`);
+    if (next === 'step') await wake(deps, tenantId, sessionId, input.markerId, sessionPriority(ctx.session));
+    return next;
+  }
   const opened = await openSummary(writer, {
     markerId: input.markerId,
     partId: range.part.id,
@@ -86,7 +103,7 @@ export async function runCompaction(
     reason: reasonOf(range.part),
     tokensBefore: ctx.estimate,
     stepCount: ctx.session.stepCount,
-    job: input.job,
+    job,
   });
   const started = Date.now();
   let result: Awaited<ReturnType<typeof runLadder>>;
@@ -107,13 +124,35 @@ export async function runCompaction(
     return 'aborted';
   }
   await deps.racepoint?.('compaction:before-commit');
+  // Never applied when it would not shrink the context (a structural summary of a tiny head, a
+  // tail that is already everything): recorded as a no-op instead, and the session goes on.
+  if (result.tokensAfter >= ctx.estimate) {
+    const why = `the best result (${result.rung}, ${result.tokensAfter} tokens) would not shrink the context (${ctx.estimate} tokens)`;
+    const next = await commitNoop(writer, {
+      ctx,
+      range,
+      reason: reasonOf(range.part),
+      model: model.ref,
+      why,
+      opened,
+      requests: result.requests,
+      job,
+    });
+    log.info(
+      { rung: result.rung, tokensBefore: ctx.estimate, tokensAfter: result.tokensAfter, next },
+      'compaction is a no-op',
+    );
+    if (next === 'step') await wake(deps, tenantId, sessionId, input.markerId, sessionPriority(ctx.session));
+    return next;
+  }
   const next = await commitCompaction(writer, { ctx, range, opened, result, model: model.ref });
-  deps.metrics?.compaction(result.rung, range.part.background ? 'background' : reasonOf(range.part));
+  deps.metrics?.compaction(result.rung, reasonOf(range.part));
   log.info(
     {
       rung: result.rung,
       tokensBefore: ctx.estimate,
       tokensAfter: result.tokensAfter,
+      requests: result.requests,
       trigger: ctx.budget.trigger,
       durationMs: Date.now() - started,
       next,
@@ -159,6 +198,7 @@ function summaryRatio(ctx: SessionContext): number {
 
 function reasonOf(part: CompactionPart): CompactionReason {
   if (!part.auto) return 'manual';
+  if (part.background) return 'background';
   return part.overflow ? 'overflow' : 'auto';
 }
 

@@ -15,12 +15,17 @@ import type { WorkerDeps } from '../deps.ts';
 import { secondsSince } from '../metrics.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { StreamRecorder } from '../step/stream-recorder.ts';
+import { ignoreSummaryParts } from './summary-message.ts';
 
 // One summary request of the hidden `compaction` agent (CONTEXT.md §5.3): no tools, its own
 // system prompt, streamed. The final summary streams into the summary message as it arrives
 // (like a step's reply); partial chunk summaries are only returned. Rate limits and outages are
 // retried a few times here; anything else is the ladder's to handle (next rung). Never throws
 // for a provider failure, and never decides whether a summary is good enough.
+//
+// Attempts are atomic: an attempt's text lives only in that attempt. One that fails has its
+// streamed parts retired (ignoreSummaryParts: emptied and ignored) before anything else happens,
+// so a retry starts empty and no failed attempt's text is ever part of the summary.
 
 export interface SummaryModel {
   ref: string;
@@ -37,8 +42,8 @@ export interface SummaryModel {
 }
 
 export type SummaryOutcome =
-  | { ok: true; text: string; usage: Usage; finish: FinishReason; partIds: string[] }
-  | { ok: false; error: ClassifiedError; partIds: string[] };
+  | { ok: true; text: string; usage: Usage; finish: FinishReason; partIds: string[]; requests: number }
+  | { ok: false; error: ClassifiedError; partIds: string[]; requests: number };
 
 export interface SummarizeInput {
   model: SummaryModel;
@@ -55,19 +60,21 @@ export const SUMMARY_ATTEMPTS = 3;
 const MAX_BACKOFF_MS = 5_000;
 
 export async function summarize(deps: WorkerDeps, input: SummarizeInput): Promise<SummaryOutcome> {
-  const partIds: string[] = [];
   for (let attempt = 1; ; attempt++) {
     const out = await summarizeOnce(deps, input);
-    partIds.push(...out.partIds);
+    // Only the successful attempt's parts are live; a failed one's were retired in summarizeOnce.
     if (out.ok || out.error.kind !== 'retryable' || attempt >= SUMMARY_ATTEMPTS || input.signal.aborted) {
-      return { ...out, partIds };
+      return { ...out, requests: attempt };
     }
     const backoff = Math.min(MAX_BACKOFF_MS, Math.max(out.error.retryAfterMs ?? 0, 500 * 2 ** (attempt - 1)));
     await sleep(backoff, undefined, { signal: input.signal }).catch(() => undefined);
   }
 }
 
-async function summarizeOnce(deps: WorkerDeps, input: SummarizeInput): Promise<SummaryOutcome> {
+type AttemptOutcome = DistributiveOmit<SummaryOutcome, 'requests'>;
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+async function summarizeOnce(deps: WorkerDeps, input: SummarizeInput): Promise<AttemptOutcome> {
   const { model, signal } = input;
   // Never send a request the window cannot take: the ladder reads an overflow and tries the next rung.
   const fit = fitRequest(
@@ -128,19 +135,19 @@ async function summarizeOnce(deps: WorkerDeps, input: SummarizeInput): Promise<S
     usage: finish?.usage,
   });
   const partIds = recorder ? [...recorder.written] : [];
+  // An aborted run is closed by its caller (abandonSummary retires every part of the message).
   if (signal.aborted) return { ok: false, error: { kind: 'aborted', message: 'aborted' }, partIds };
   await recorder?.endAll();
   await deps.racepoint?.('compaction:summary-streamed');
-  if (failure || !finish) {
-    return {
-      ok: false,
-      error: failure ?? { kind: 'retryable', message: 'the summary stream ended without a finish' },
-      partIds,
-    };
-  }
   const text = [...blocks.values()].join('\n').trim();
-  if (text === '') {
-    return { ok: false, error: { kind: 'terminal', message: 'the summary model returned no text' }, partIds };
+  if (failure || !finish || text === '') {
+    if (input.persist) await ignoreSummaryParts(input.persist.writer, input.persist.messageId, partIds);
+    const error: ClassifiedError =
+      failure ??
+      (finish
+        ? { kind: 'terminal', message: 'the summary model returned no text' }
+        : { kind: 'retryable', message: 'the summary stream ended without a finish' });
+    return { ok: false, error, partIds: [] };
   }
   return { ok: true, text, usage: finish.usage, finish: finish.finish, partIds };
 }

@@ -12,7 +12,7 @@ import {
   TASK_TOOL_NAME,
   type ToolConfig,
   type ToolPart,
-  toModelMessages,
+  toRequestMessages,
   type Usage,
   type WithParts,
 } from '@loopline/core';
@@ -115,10 +115,17 @@ export async function callModel(
 
   const { system, toolConfigs } = input.shape;
   const toolDefs = input.lastStep ? [] : input.shape.tools;
-  const messages = toModelMessages(history, {
+  // The pair invariant is checked (and a broken pair repaired) before anything is sent.
+  const { messages, problems } = toRequestMessages(history, {
     steer: agent.midRunMessages === 'steer',
     resendsReasoning: agent.resendsReasoning,
   });
+  if (problems.length > 0) {
+    deps.logger.warn(
+      { tenantId: session.tenantId, sessionId, problems: problems.slice(0, 20), count: problems.length },
+      'repaired broken tool call/result pairs before the model call',
+    );
+  }
   if (input.lastStep) messages.push(maxStepsWrapUp());
 
   // Deferred: the parts are written in one transaction after the stream (below), not one by one.

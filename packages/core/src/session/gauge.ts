@@ -10,7 +10,7 @@ import type { Part } from '../schema/part.ts';
 import { estimateNextPrompt, familyPrior, findAnchor } from './estimate.ts';
 import { autoCompactEnabled, contextBudget } from './overflow.ts';
 import { CLEARED_TOOL_OUTPUT } from './placeholders.ts';
-import { planPrune } from './prune.ts';
+import { planPrune, pruneOptions } from './prune.ts';
 import { defaultTailBudget, selectTail } from './tail.ts';
 import { countCappedMemo, estimateTokens, messageTokens, type Tokenizer } from './tokens.ts';
 import { pendingCompaction } from './turn.ts';
@@ -43,6 +43,7 @@ export type GaugeCompaction = Partial<
     | 'protectedTools'
     | 'pruneProtect'
     | 'pruneMinimum'
+    | 'pruneProtectSteps'
   >
 >;
 
@@ -148,11 +149,7 @@ export function contextGauge(input: GaugeInput): ContextGauge {
 
   const pruneOn = pruneEnabled(compaction, flags);
   const plan = pruneOn
-    ? planPrune(messages, {
-        ...(compaction.protectedTools ? { protectedTools: compaction.protectedTools } : {}),
-        ...(compaction.pruneProtect !== undefined ? { protect: compaction.pruneProtect } : {}),
-        ...(compaction.pruneMinimum !== undefined ? { minimum: compaction.pruneMinimum } : {}),
-      })
+    ? planPrune(messages, pruneOptions(compaction, budget.usable))
     : { partIds: [], tokens: 0 };
   const pruneFreed = Math.max(0, plan.tokens - plan.partIds.length * estimateTokens(CLEARED_TOOL_OUTPUT));
 

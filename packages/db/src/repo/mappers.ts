@@ -216,6 +216,8 @@ export interface CompactionInfo {
   startedAt: Date;
   finishedAt: Date | null;
   durationMs: number | null;
+  /** Model requests the compaction made (null for runs recorded before this was counted). */
+  requests: number | null;
   error: ErrorData | null;
 }
 
@@ -239,6 +241,7 @@ export function toCompaction(row: CompactionRow): CompactionInfo {
     startedAt: row.started_at,
     finishedAt: row.finished_at,
     durationMs: row.duration_ms,
+    requests: row.requests ?? null,
     error: row.error,
   };
 }
