@@ -77,9 +77,10 @@ create table compactions (
   finished_at timestamp with time zone,
   duration_ms integer,
   error jsonb,
+  requests integer,
   constraint compactions_pkey PRIMARY KEY (id),
-  constraint compactions_reason_check CHECK ((reason = ANY (ARRAY['auto'::text, 'manual'::text, 'overflow'::text]))),
-  constraint compactions_status_check CHECK ((status = ANY (ARRAY['running'::text, 'completed'::text, 'failed'::text])))
+  constraint compactions_reason_check CHECK ((reason = ANY (ARRAY['auto'::text, 'manual'::text, 'overflow'::text, 'background'::text]))),
+  constraint compactions_status_check CHECK ((status = ANY (ARRAY['running'::text, 'completed'::text, 'failed'::text, 'noop'::text])))
 );
 
 create table idempotency_keys (
@@ -145,6 +146,7 @@ create table sessions (
   updated_at timestamp with time zone not null default now(),
   kind text not null default 'interactive'::text,
   abort_requested_seq bigint,
+  token_ratio_weight double precision,
   constraint sessions_kind_check CHECK ((kind = ANY (ARRAY['interactive'::text, 'batch'::text]))),
   constraint sessions_parent_session_id_fkey FOREIGN KEY (parent_session_id) REFERENCES sessions(id),
   constraint sessions_pkey PRIMARY KEY (id),
@@ -168,6 +170,7 @@ create table steps (
   usage jsonb,
   outcome text,
   error jsonb,
+  estimate jsonb,
   constraint steps_kind_check CHECK ((kind = ANY (ARRAY['step'::text, 'compaction'::text, 'prune'::text]))),
   constraint steps_pkey PRIMARY KEY (id)
 );

@@ -551,6 +551,29 @@ const EXAMPLE_COMPACTION = {
   reverted: false,
 };
 
+export const StepEstimateView = z.object({
+  step: z.number().int(),
+  messageId: z.string().nullable(),
+  outcome: z.string().nullable(),
+  estimate: z.number().int().describe('Best guess of the prompt, provider tokens'),
+  bound: z.number().int().describe('With the margin: what the checks used'),
+  anchored: z
+    .boolean()
+    .describe('Built on the previous report; false = tiktoken × ratio alone (also: no usage reported)'),
+  ratio: z.number(),
+  reported: z
+    .number()
+    .int()
+    .nullable()
+    .describe('Prompt tokens the provider reported (input + cache); null or 0 when it reported none'),
+  errorPercent: z
+    .number()
+    .nullable()
+    .describe('(estimate − reported) / reported × 100, one decimal; null without a report'),
+});
+
+export type StepEstimateView = z.infer<typeof StepEstimateView>;
+
 export const ContextView = z
   .object({
     sessionId: z.string(),
@@ -591,6 +614,23 @@ export const ContextView = z
     compactions: z
       .array(CompactionRecord)
       .describe('Every compaction run, oldest first, reverted ones marked'),
+    ratio: z
+      .object({
+        value: z
+          .number()
+          .describe('Provider tokens per tiktoken token: learned from reports, else the prior'),
+        learned: z.boolean(),
+        weight: z.number().describe('tiktoken tokens of the reports it was learned from'),
+        margin: z
+          .number()
+          .describe('Relative margin the fit and overflow checks add to the tiktoken-measured part'),
+      })
+      .describe("The session's provider-to-tiktoken ratio (carried across compactions)"),
+    estimates: z
+      .array(StepEstimateView)
+      .describe(
+        'Per model step, oldest first: the pre-call estimate beside the prompt the provider reported',
+      ),
   })
   .describe('The context gauge of a session, its compaction suggestion, boundary and compaction runs')
   .meta({

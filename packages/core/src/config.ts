@@ -91,6 +91,52 @@ export const ToolOutputConfig = z.object({
 });
 export type ToolOutputConfig = z.infer<typeof ToolOutputConfig>;
 
+/**
+ * The kind of server behind a model ref: picks capability defaults (docs/models.md). `openai` for
+ * `openai/` refs, `generic` for `compatible/` refs unless the agent says which server it is.
+ */
+export const SERVER_FAMILIES = [
+  'openai',
+  'vllm',
+  'llamacpp',
+  'ollama',
+  'lmstudio',
+  'tgi',
+  'generic',
+] as const;
+export const ServerFamily = z.enum(SERVER_FAMILIES);
+export type ServerFamily = z.infer<typeof ServerFamily>;
+
+/** Tokenizer families with a known provider-to-tiktoken prior (the first request's estimate). */
+export const TOKENIZER_FAMILIES = [
+  'openai',
+  'claude',
+  'gemini',
+  'llama',
+  'deepseek',
+  'qwen',
+  'mistral',
+] as const;
+export const TokenizerFamily = z.enum(TOKENIZER_FAMILIES);
+export type TokenizerFamily = z.infer<typeof TokenizerFamily>;
+
+/** What a model/server accepts; every field overrides the server family's and the catalog's default. */
+export const ModelCapabilities = z.object({
+  /** `none`: no `tools`/`tool_choice` is ever sent (servers without tool support answer 4xx/500). */
+  tools: z.enum(['auto', 'none']).optional(),
+  /** The server reports usage in the stream; without it every estimate is unanchored. */
+  usageInStream: z.boolean().optional(),
+  /** The chat template rejects two user (or two assistant) messages in a row: they are merged. */
+  strictAlternation: z.boolean().optional(),
+  /** The template accepts a `system` message; otherwise the system text opens the first user message. */
+  systemRole: z.boolean().optional(),
+  /** Upper bound of max_tokens the server accepts. */
+  maxOutput: z.number().int().positive().optional(),
+});
+export type ModelCapabilities = z.infer<typeof ModelCapabilities>;
+export type ResolvedCapabilities = Required<Omit<ModelCapabilities, 'maxOutput'>> &
+  Pick<ModelCapabilities, 'maxOutput'>;
+
 /** `openai/<id>` (Responses API) or `compatible/<id>` (chat completions at baseURL). */
 export const ModelRef = z
   .string()
@@ -112,6 +158,12 @@ export const AgentConfig = z.object({
   toolOutput: ToolOutputConfig.default(ToolOutputConfig.parse({})),
   /** Reasoning text is sent back to the model (DeepSeek style); OpenAI does not. */
   resendsReasoning: z.boolean().default(false),
+  /** Which server answers `model` (capability defaults, docs/models.md). */
+  server: ServerFamily.optional(),
+  /** Overrides of the model's capabilities (tools, usage in stream, role alternation, system role, max output). */
+  capabilities: ModelCapabilities.optional(),
+  /** Tokenizer family of the model, for the first request's estimate; default from the model id. */
+  tokenizer: TokenizerFamily.optional(),
   /** Model that writes the session title after the first turn (a small one); defaults to `model`. */
   titleModel: ModelRef.optional(),
 });

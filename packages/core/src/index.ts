@@ -25,6 +25,7 @@ export * from './schema/tool.ts';
 export * from './schema/usage.ts';
 
 // Context-management policy (CONTEXT.md), pure functions over the log.
+export * from './session/alternation.ts';
 export * from './session/compaction.ts';
 export * from './session/compaction-range.ts';
 export * from './session/control.ts';

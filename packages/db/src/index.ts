@@ -151,4 +151,4 @@ export type {
 } from './tables/batch.table.ts';
 export type { CompactionReason, CompactionStatus } from './tables/compaction.table.ts';
 export type { LastUsage } from './tables/session.table.ts';
-export type { StepKind, StepOutcome } from './tables/step.table.ts';
+export type { StepEstimate, StepKind, StepOutcome } from './tables/step.table.ts';

@@ -42,11 +42,6 @@ export const PruneJob = z.object({
   overflow: z.boolean().default(false),
   /** purpose=compact: the provider rejected the request as too long, so compact even if the estimate fits. */
   rejected: z.boolean().default(false),
-  /**
-   * purpose=idle: the session's step count when the loop went idle. A pass that runs after a newer
-   * turn began (a late job on a busy machine) is stale and skipped: that turn schedules its own.
-   */
-  stepCount: z.number().int().nonnegative().optional(),
   /** purpose=compact: the compaction's 1-based number in its user turn (the part's `iteration`). */
   iteration: z.number().int().positive().optional(),
   /** purpose=compact: its number in the run of compactions without progress (the part's `streak`). */

@@ -42,6 +42,8 @@ export const contextRoutes: FastifyPluginAsyncZod = async (app) => {
         flags: state.flags,
         boundary: state.boundary,
         compactions: state.compactions,
+        ratio: state.ratio,
+        estimates: state.estimates,
       };
     },
   );

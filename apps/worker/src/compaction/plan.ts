@@ -3,7 +3,6 @@ import {
   type CompactionRange,
   countCapped,
   defaultTailBudget,
-  familyPrior,
   messageTokens,
   projectAfterCompaction,
   replayRequest,
@@ -13,7 +12,7 @@ import {
   unansweredRequest,
   type WithParts,
 } from '@loopline/core';
-import type { SessionContext } from '../session-context.ts';
+import { type SessionContext, sessionRatio } from '../session-context.ts';
 
 // The two shapes a compaction can take (CONTEXT.md §5.2, §5.6): keep a verbatim tail and
 // summarise the head, or summarise everything. For each, what the summary input is, whether the
@@ -49,7 +48,10 @@ export interface Plans {
 export function planCompaction(ctx: SessionContext, range: CompactionRange, tokenizer: Tokenizer): Plans {
   const { agent, budget } = ctx;
   const c = agent.compaction;
-  const ratio = ctx.session.tokenRatio ?? familyPrior(agent.model);
+  // The session's learned ratio (carried across compactions), else the family prior, with its
+  // margin: every size the ladder checks is a bound, so each request it sends fits the window.
+  const learned = sessionRatio(ctx.session, agent);
+  const ratio = learned.ratio * (1 + learned.margin);
   const resendsReasoning = agent.resendsReasoning;
   let pendingTokens = 0;
   for (const m of range.pending) pendingTokens += messageTokens(m, resendsReasoning);

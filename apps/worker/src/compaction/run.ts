@@ -5,18 +5,21 @@ import {
   hasNewContent,
   isAbortedReply,
   isCompletedSummary,
+  type ModelCapabilities,
+  ratioState,
+  type ServerFamily,
   turnAborted,
   type WithParts,
 } from '@loopline/core';
 import type { CompactionReason } from '@loopline/db';
-import { limitsFor } from '@loopline/llm';
+import { agentLimits, capabilitiesFor, tokenizerFamily } from '@loopline/llm';
 import { PRIORITY } from '@loopline/queue';
 import type { Logger } from 'pino';
 import { isUserAbort } from '../control/abort.ts';
 import type { WorkerDeps } from '../deps.ts';
 import { sessionPriority } from '../fairness/options.ts';
 import { workerJobIds } from '../job-ids.ts';
-import { loadContext } from '../session-context.ts';
+import { loadContext, type SessionContext, sessionRatio } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { commitCompaction, type NextMove } from './commit.ts';
 import { runLadder } from './ladder.ts';
@@ -77,7 +80,7 @@ export async function runCompaction(
     return next;
   }
 
-  const model = summaryModel(ctx.agent);
+  const model = { ...summaryModel(ctx.agent), ratio: summaryRatio(ctx) };
   const job = input.job;
   if (!hasNewContent(range.frozen)) {
     const why = 'nothing new to summarise since the last summary';
@@ -173,10 +176,24 @@ export function summaryModel(agent: {
   baseURL?: string | undefined;
   limits: SummaryModel['limits'];
   compaction: { model?: string | undefined };
+  server?: ServerFamily | undefined;
+  capabilities?: ModelCapabilities | undefined;
 }): SummaryModel {
   const ref = agent.compaction.model ?? agent.model;
-  const limits = ref === agent.model ? agent.limits : limitsFor(ref);
-  return { ref, baseURL: agent.baseURL, limits };
+  const same = ref === agent.model;
+  const limits = same ? agent.limits : agentLimits({ model: ref, server: agent.server });
+  const template = capabilitiesFor(same ? agent : { model: ref, server: agent.server });
+  return { ref, baseURL: agent.baseURL, limits, template };
+}
+
+/** The summary model's ratio with its margin: the session's own when it is the agent's model. */
+function summaryRatio(ctx: SessionContext): number {
+  const ref = ctx.agent.compaction.model ?? ctx.agent.model;
+  const r =
+    ref === ctx.agent.model
+      ? sessionRatio(ctx.session, ctx.agent)
+      : ratioState({ model: ref, tokenizer: tokenizerFamily({ model: ref }) });
+  return r.ratio * (1 + r.margin);
 }
 
 function reasonOf(part: CompactionPart): CompactionReason {

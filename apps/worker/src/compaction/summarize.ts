@@ -3,6 +3,8 @@ import {
   COMPACTION_SYSTEM_PROMPT,
   countCapped,
   type FinishReason,
+  fitRequest,
+  MESSAGE_FRAMING_TOKENS,
   type ModelLimits,
   type ModelMessage,
   type Tokenizer,
@@ -29,6 +31,14 @@ export interface SummaryModel {
   ref: string;
   baseURL?: string | undefined;
   limits: ModelLimits;
+  /** What the model's chat template accepts (capabilities): role alternation, a system role. */
+  template?: { strictAlternation?: boolean; systemRole?: boolean };
+  /**
+   * Provider tokens per tiktoken token, margin included (the session's learned ratio for the
+   * agent's own model): every summary, chunk and merge request is checked against the window with
+   * it before it is sent, output included.
+   */
+  ratio?: number;
 }
 
 export type SummaryOutcome =
@@ -66,6 +76,18 @@ type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K>
 
 async function summarizeOnce(deps: WorkerDeps, input: SummarizeInput): Promise<AttemptOutcome> {
   const { model, signal } = input;
+  // Never send a request the window cannot take: the ladder reads an overflow and tries the next rung.
+  const fit = fitRequest(
+    Math.ceil(requestTokens(deps.tokenizer, input.messages) * (model.ratio ?? 1)),
+    model.limits,
+  );
+  if (model.ratio !== undefined && !fit.fits) {
+    return {
+      ok: false,
+      error: { kind: 'overflow', message: 'the summary request would not fit the model window' },
+      partIds: [],
+    };
+  }
   const recorder = input.persist
     ? new StreamRecorder(input.persist.writer, input.persist.messageId, deps.tokenizer)
     : undefined;
@@ -78,7 +100,8 @@ async function summarizeOnce(deps: WorkerDeps, input: SummarizeInput): Promise<A
     system: [COMPACTION_SYSTEM_PROMPT],
     messages: input.messages,
     tools: [],
-    maxOutputTokens: model.limits.output || undefined,
+    maxOutputTokens: fit.output,
+    template: model.template,
     abortSignal: signal,
   });
   // Reasoning and tool calls are not part of a summary: only text blocks are kept.
@@ -131,8 +154,9 @@ async function summarizeOnce(deps: WorkerDeps, input: SummarizeInput): Promise<A
 
 /** tiktoken count of a request to the compaction agent: its system prompt and every message's text. */
 export function requestTokens(tokenizer: Tokenizer, messages: ModelMessage[]): number {
-  let sum = countCapped(tokenizer, COMPACTION_SYSTEM_PROMPT);
+  let sum = countCapped(tokenizer, COMPACTION_SYSTEM_PROMPT) + MESSAGE_FRAMING_TOKENS;
   for (const m of messages) {
+    sum += MESSAGE_FRAMING_TOKENS; // the template's role markers around each message
     for (const part of m.content) {
       if (part.type === 'text' || part.type === 'reasoning') sum += countCapped(tokenizer, part.text);
       else if (part.type === 'tool-call') sum += countCapped(tokenizer, JSON.stringify(part.input) ?? '');

@@ -116,6 +116,8 @@ export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: s
             parentId: action.parentId,
             lastStep: action.lastStep,
             shape: ctx.shape,
+            agent: ctx.agent,
+            estimate: ctx.prompt,
             job: { id: job.id ?? 'unknown', attempt },
             signal,
           });

@@ -56,6 +56,8 @@ export interface GaugeInput {
   flags?: Partial<RuntimeFlags> | undefined;
   /** The agent's model ref, for the tokenizer prior. */
   model?: string | undefined;
+  /** Template tokens per message (MESSAGE_FRAMING_TOKENS, as the worker counts); default 0. */
+  framing?: number;
   /** Provider tokens per tiktoken token learned for this session; default familyPrior(model). */
   ratio?: number | undefined;
   resendsReasoning?: boolean | undefined;
@@ -140,6 +142,7 @@ export function contextGauge(input: GaugeInput): ContextGauge {
     anchor: findAnchor(messages),
     messages,
     ratio,
+    framing: input.framing,
     resendsReasoning,
     overhead: input.overhead ?? 0,
   });
