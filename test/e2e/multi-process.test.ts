@@ -432,7 +432,7 @@ describe('infra/compose.yaml', () => {
       ]),
       worker: read([
         'apps/worker/src/main.ts',
-        'apps/worker/src/tools/address-policy.ts',
+        'packages/egress/src/policy.ts',
         'packages/queue/src/redis.ts',
       ]),
     };

@@ -1,4 +1,6 @@
 import { closeDb, createDb, migrateWhenReady } from '@loopline/db';
+import { DEFAULT_ATTACHMENT_MAX_BYTES, policiesFromEnv, secretBoxFromEnv } from '@loopline/egress';
+import { providersFromEnv } from '@loopline/llm';
 import {
   createQueues,
   createRedis,
@@ -65,6 +67,13 @@ export async function main(): Promise<void> {
   const queues = createQueues(redis, keys);
 
   const app = await buildApp({
+    // Door checks and sealing: the policies, providers and key the workers use (docs/security.md).
+    egress: {
+      policies: policiesFromEnv(process.env),
+      providers: providersFromEnv(process.env),
+      secrets: secretBoxFromEnv(process.env),
+      attachmentMaxBytes: int('LOOPLINE_ATTACHMENT_MAX_BYTES', DEFAULT_ATTACHMENT_MAX_BYTES),
+    },
     db,
     redis,
     queues,

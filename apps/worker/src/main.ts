@@ -1,13 +1,20 @@
 import { createDb, migrateWhenReady } from '@loopline/db';
-import { createTokenizer } from '@loopline/llm';
+import { policiesFromEnv, secretBoxFromEnv } from '@loopline/egress';
+import { createTokenizer, providersFromEnv } from '@loopline/llm';
 import { createQueues, createRedis, keySpace, redisConfigFromEnv } from '@loopline/queue';
 import { pino } from 'pino';
 import type { WorkerDeps } from './deps.ts';
+import {
+  ATTACHMENT_MAX_BYTES,
+  ATTACHMENT_TIMEOUT_MS,
+  closeEgress,
+  WEBHOOK_MAX_BYTES,
+  workerEgress,
+} from './egress.ts';
 import { defaultFairness } from './fairness/options.ts';
 import { createWorkerMetrics } from './metrics.ts';
 import { startMetricsServer } from './metrics-server.ts';
 import { reconcileOptionsFromEnv, startReconciler } from './reconcile.ts';
-import { policyFromEnv } from './tools/address-policy.ts';
 import { defaultWorkerOptions, startWorkers, stopWorkers } from './worker.ts';
 
 // The worker process: reads its configuration from the environment, runs every queue's
@@ -29,8 +36,19 @@ export function depsFromEnv(logger = pino({ level: env.LOG_LEVEL ?? 'info', name
     queues: createQueues(redis, keys),
     tokenizer: createTokenizer('o200k_base'),
     logger,
-    llm: { apiKey: env.OPENAI_API_KEY, baseURL: env.OPENAI_BASE_URL },
-    webhookPolicy: policyFromEnv(env),
+    // Operator model providers (OPENAI_*, LOOPLINE_PROVIDERS) and the egress gates
+    // (LOOPLINE_{WEBHOOK,ATTACHMENT,MODEL}_ALLOW_*, byte caps): docs/security.md.
+    llm: {
+      ...(env.OPENAI_API_KEY ? { apiKey: env.OPENAI_API_KEY } : {}),
+      ...(env.OPENAI_BASE_URL ? { baseURL: env.OPENAI_BASE_URL } : {}),
+      providers: [...providersFromEnv(env).values()],
+    },
+    egress: workerEgress(policiesFromEnv(env), {
+      webhookMaxBytes: int('LOOPLINE_WEBHOOK_MAX_BYTES', WEBHOOK_MAX_BYTES),
+      attachmentMaxBytes: int('LOOPLINE_ATTACHMENT_MAX_BYTES', ATTACHMENT_MAX_BYTES),
+      attachmentTimeoutMs: int('LOOPLINE_ATTACHMENT_TIMEOUT_MS', ATTACHMENT_TIMEOUT_MS),
+    }),
+    secrets: secretBoxFromEnv(env),
     flags: {
       disableAutocompact:
         env.LOOPLINE_DISABLE_AUTOCOMPACT === '1' || env.LOOPLINE_DISABLE_AUTOCOMPACT === 'true',
@@ -95,6 +113,7 @@ async function main() {
     reconciler.stop();
     await stopWorkers(workers);
     await metricsServer?.close();
+    if (deps.egress) await closeEgress(deps.egress);
     await deps.queues.close();
     deps.redis.disconnect();
     await deps.db.destroy();

@@ -75,7 +75,7 @@ export async function runCompaction(
     return next;
   }
 
-  const model = summaryModel(ctx.agent);
+  const model = summaryModel(ctx.agent, { tenantId: ctx.session.tenantId, agentName: ctx.session.agentName });
   const opened = await openSummary(writer, {
     markerId: input.markerId,
     partId: range.part.id,
@@ -129,15 +129,18 @@ function abortedAfter(history: WithParts[], markerId: string): boolean {
 }
 
 /** compaction.model, else the agent's model (with the agent's limits only when it is the same model). */
-export function summaryModel(agent: {
-  model: string;
-  baseURL?: string | undefined;
-  limits: SummaryModel['limits'];
-  compaction: { model?: string | undefined };
-}): SummaryModel {
+export function summaryModel(
+  agent: {
+    model: string;
+    baseURL?: string | undefined;
+    limits: SummaryModel['limits'];
+    compaction: { model?: string | undefined };
+  },
+  owner: SummaryModel['owner'],
+): SummaryModel {
   const ref = agent.compaction.model ?? agent.model;
   const limits = ref === agent.model ? agent.limits : limitsFor(ref);
-  return { ref, baseURL: agent.baseURL, limits };
+  return { ref, baseURL: agent.baseURL, limits, owner };
 }
 
 function reasonOf(part: CompactionPart): CompactionReason {

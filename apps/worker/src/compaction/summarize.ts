@@ -8,9 +8,10 @@ import {
   type Tokenizer,
   type Usage,
 } from '@loopline/core';
-import { type ClassifiedError, createModel, streamStep } from '@loopline/llm';
+import { type ClassifiedError, streamStep } from '@loopline/llm';
 import type { WorkerDeps } from '../deps.ts';
 import { secondsSince } from '../metrics.ts';
+import { modelFor } from '../model-endpoint.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { StreamRecorder } from '../step/stream-recorder.ts';
 
@@ -24,6 +25,8 @@ export interface SummaryModel {
   ref: string;
   baseURL?: string | undefined;
   limits: ModelLimits;
+  /** Whose agent this is: its endpoint and credential (model-endpoint.ts). */
+  owner: { tenantId: string; agentName: string };
 }
 
 export type SummaryOutcome =
@@ -67,7 +70,7 @@ async function summarizeOnce(deps: WorkerDeps, input: SummarizeInput): Promise<S
   let failure: ClassifiedError | undefined;
   const started = performance.now();
   const events = streamStep({
-    model: createModel(model.ref, { apiKey: deps.llm.apiKey, baseURL: model.baseURL ?? deps.llm.baseURL }),
+    model: await modelFor(deps, model.owner, model, model.ref),
     system: [COMPACTION_SYSTEM_PROMPT],
     messages: input.messages,
     tools: [],

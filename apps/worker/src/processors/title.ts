@@ -1,11 +1,12 @@
 import type { WithParts } from '@loopline/core';
 import { getSession, loadHistory, type SessionInfo, setSessionTitleIfUnset } from '@loopline/db';
-import { createModel, streamStep } from '@loopline/llm';
+import { streamStep } from '@loopline/llm';
 import { jobIds, PRIORITY, type TitleJob } from '@loopline/queue';
 import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { WorkerDeps } from '../deps.ts';
 import { secondsSince } from '../metrics.ts';
+import { modelFor } from '../model-endpoint.ts';
 
 // The title job: after a session's first turn the loop enqueues it (one job id per session), and
 // it asks a small model (agent.titleModel, else the agent's model) for a short title of the
@@ -69,7 +70,7 @@ export async function processTitle(deps: WorkerDeps, job: Job<TitleJob>): Promis
   let finished = false;
   let failure: { kind: string; message: string } | undefined;
   const events = streamStep({
-    model: createModel(model, { apiKey: deps.llm.apiKey, baseURL: agent.baseURL ?? deps.llm.baseURL }),
+    model: await modelFor(deps, { tenantId, agentName: session.agentName }, agent, model),
     system: [TITLE_SYSTEM_PROMPT],
     messages: [{ role: 'user', content: [{ type: 'text', text }] }],
     tools: [],
