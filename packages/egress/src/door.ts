@@ -83,8 +83,7 @@ export function headerProblem(headers: Record<string, string>): string | undefin
     if (FORBIDDEN_HEADERS.has(name.toLowerCase()))
       return `header "${name}" is set by Loopline or the HTTP client and may not be overridden`;
     // CR, LF and NUL would split or end the header block; other controls are refused too.
-    if (hasControl(value))
-      return `header "${name}" contains a control character (CR, LF or NUL)`;
+    if (hasControl(value)) return `header "${name}" contains a control character (CR, LF or NUL)`;
   }
   return undefined;
 }
