@@ -2,7 +2,7 @@ import type { LookupAddress } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns';
 import { Agent, buildConnector, fetch as undiciFetch, request as undiciRequest } from 'undici';
 import { classifyAddress } from './address.ts';
-import { checkHeaders, checkUrl } from './door.ts';
+import { checkUrl } from './door.ts';
 import { EgressRefusedError, refusalMessage } from './errors.ts';
 import { type EgressPolicy, type EgressPurpose, hostAllowed, normaliseHost } from './policy.ts';
 
@@ -141,7 +141,6 @@ export function createEgressGate(opts: GateOptions): EgressGate {
 
   const request = async (url: string, init: RequestInit, limits: Limits): Promise<GateResponse> => {
     checkUrl(url, purpose, policy);
-    if (init.headers) checkHeaders(purpose, init.headers);
     const timeout = AbortSignal.timeout(limits.timeoutMs);
     const signal = init.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
     try {

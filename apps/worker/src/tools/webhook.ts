@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { LooplineError, type ToolConfig } from '@loopline/core';
 import { getToolSigningSecret } from '@loopline/db';
-import { EgressRefusedError, signWebhook, toolSecretAad } from '@loopline/egress';
+import { checkHeaders, EgressRefusedError, signWebhook, toolSecretAad } from '@loopline/egress';
 import type { WorkerDeps } from '../deps.ts';
 import { egressOf } from '../egress.ts';
 
@@ -33,6 +33,8 @@ export async function callWebhook(
   const maxBytes = Math.min(tool.maxResponseBytes ?? egress.webhookMaxBytes, egress.webhookMaxBytes);
   let res: Awaited<ReturnType<typeof egress.gates.webhook.request>>;
   try {
+    // The same header rules PUT /v1/tools applied (a tool stored before them is refused here).
+    checkHeaders('webhook', tool.headers);
     res = await egress.gates.webhook.request(
       tool.url,
       {
