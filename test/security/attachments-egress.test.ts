@@ -11,7 +11,10 @@ import { type SecretServer, startSecretServer } from './servers.ts';
 // or failed download is a permanent AttachmentError on the message: no retries, retryable false.
 // The old code let the SDK GET any URL (internal ones too) and retried a refusal 8 times.
 
-const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(64, 1)]);
+const PNG = Buffer.concat([
+  Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+  Buffer.alloc(64, 1),
+]);
 
 let secret: SecretServer;
 let files: { url: string; hits: number; close(): Promise<void> };
@@ -86,16 +89,18 @@ describe('attachments refused', () => {
     const s = await client.waitIdle(sessionId);
     expect(s.status).toBe('error');
     expect(s.error.name).toBe('AttachmentError');
-    expect(s.error.message).toMatch(/attachment http:\/\/cdn\.attacker\.example:\d+\/cat\.png was not fetched/);
+    expect(s.error.message).toMatch(
+      /attachment http:\/\/cdn\.attacker\.example:\d+\/cat\.png was not fetched/,
+    );
     expect(s.error.message).not.toContain('127.0.0.1');
     const log = await client.history(sessionId);
     const replies = log.messages.filter((m: { info: { role: string } }) => m.info.role === 'assistant');
     expect(replies).toHaveLength(1);
     expect(replies[0].info.error.name).toBe('AttachmentError');
     expect(replies[0].info.error.data.retryable).toBe(false);
-    const steps = await sql<{ n: number }>`select count(*)::int as n from steps where session_id = ${sessionId}`.execute(
-      stack.deps.db,
-    );
+    const steps = await sql<{
+      n: number;
+    }>`select count(*)::int as n from steps where session_id = ${sessionId}`.execute(stack.deps.db);
     expect(steps.rows[0]?.n).toBe(1);
     expect(stack.mock.calls).toHaveLength(0);
     expect(secret.connections).toBe(0);

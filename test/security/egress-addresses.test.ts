@@ -141,7 +141,9 @@ describe('egress gate: allow-lists are per purpose', () => {
       policy: { allowPrivate: false, allowHosts: ['tools.internal'] },
     });
     try {
-      const err = await webhooks.request(`http://[::ffff:7f00:1]:${secret.port}/`, {}, limits).catch((e) => e);
+      const err = await webhooks
+        .request(`http://[::ffff:7f00:1]:${secret.port}/`, {}, limits)
+        .catch((e) => e);
       expect((err as EgressRefusedError).reason).toBe('private-address');
       expect(secret.hits).toEqual([]);
     } finally {

@@ -27,7 +27,10 @@ const rssOf = (pid: number): number => {
 
 describe('bounded reads in the gate', () => {
   it('stops at the cap, drops the connection, and holds no more than the cap', async () => {
-    const gate = createEgressGate({ purpose: 'webhook', policy: { allowPrivate: false, allowHosts: ['127.0.0.1'] } });
+    const gate = createEgressGate({
+      purpose: 'webhook',
+      policy: { allowPrivate: false, allowHosts: ['127.0.0.1'] },
+    });
     try {
       const before = process.memoryUsage().rss;
       const sentBefore = huge.sent;

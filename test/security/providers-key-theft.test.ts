@@ -34,13 +34,19 @@ describe('model endpoints: a tenant endpoint never gets the deployment key', () 
   beforeAll(async () => {
     // The tenant's server runs on loopback here, so the operator allows that host for tenant
     // model endpoints (and only for them).
-    stack = await startStack({ titles: true, egress: { model: { allowPrivate: false, allowHosts: ['127.0.0.1'] } } });
+    stack = await startStack({
+      titles: true,
+      egress: { model: { allowPrivate: false, allowHosts: ['127.0.0.1'] } },
+    });
     client = await stack.tenant();
   });
   afterAll(() => stack?.close());
 
   it('refuses a baseURL without its own apiKey (400, nothing written)', async () => {
-    const res = await client.call('PUT', '/v1/agents/thief', { model: 'compatible/x', baseURL: attacker.url });
+    const res = await client.call('PUT', '/v1/agents/thief', {
+      model: 'compatible/x',
+      baseURL: attacker.url,
+    });
     expect(res.status).toBe(400);
     expect(JSON.stringify(res.body)).toMatch(/needs its own apiKey/);
     expect((await client.call('GET', '/v1/agents/thief')).status).toBe(404);
@@ -111,7 +117,10 @@ describe('model endpoints: a tenant endpoint never gets the deployment key', () 
     const title = await client.call('PUT', '/v1/agents/x', { model: 'compatible/m', titleModel: 'evil/t' });
     expect(title.status).toBe(400);
     await client.agent('plain', {});
-    const session = await client.call('POST', '/v1/sessions', { agent: 'plain', overrides: { model: 'evil/x' } });
+    const session = await client.call('POST', '/v1/sessions', {
+      agent: 'plain',
+      overrides: { model: 'evil/x' },
+    });
     expect(session.status).toBe(400);
     const baseUrlOverride = await client.call('POST', '/v1/sessions', {
       agent: 'plain',
@@ -169,7 +178,9 @@ describe('operator providers restricted to tenants', () => {
   let stack: Stack;
   beforeAll(async () => {
     stack = await startStack({
-      providers: [{ name: 'private-llm', baseURL: 'http://127.0.0.1:9/v1', api: 'chat', tenants: ['ten_none'] }],
+      providers: [
+        { name: 'private-llm', baseURL: 'http://127.0.0.1:9/v1', api: 'chat', tenants: ['ten_none'] },
+      ],
     });
   });
   afterAll(() => stack?.close());

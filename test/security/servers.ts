@@ -111,7 +111,8 @@ export async function startHugeServer(totalBytes: number): Promise<HugeServer> {
         const n = Math.min(left, chunk.length);
         left -= n;
         state.sent += n;
-        if (!res.write(n === chunk.length ? chunk : chunk.subarray(0, n))) return void res.once('drain', pump);
+        if (!res.write(n === chunk.length ? chunk : chunk.subarray(0, n)))
+          return void res.once('drain', pump);
       }
       if (left === 0 && !done) {
         done = true;

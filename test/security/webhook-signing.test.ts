@@ -31,7 +31,9 @@ beforeAll(async () => {
   };
   stack = await startStack({
     scenario: {
-      rules: [{ when: { lastMessageRole: 'user' }, reply: { toolCalls: [{ name: 'signed', arguments: {} }] } }],
+      rules: [
+        { when: { lastMessageRole: 'user' }, reply: { toolCalls: [{ name: 'signed', arguments: {} }] } },
+      ],
     },
   });
   client = await stack.tenant();
@@ -112,7 +114,10 @@ describe('PUT /v1/tools door checks', () => {
     const res = await client.call(
       'PUT',
       '/v1/tools/public',
-      webhook({ url: 'https://tools.example.com/hook', headers: { authorization: 'Bearer abc', 'x-trace': '1' } }),
+      webhook({
+        url: 'https://tools.example.com/hook',
+        headers: { authorization: 'Bearer abc', 'x-trace': '1' },
+      }),
     );
     expect(res.status).toBe(201);
   });
