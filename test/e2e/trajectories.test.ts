@@ -138,7 +138,9 @@ beforeAll(async () => {
   await new Promise<void>((r) => webhook.listen(0, '127.0.0.1', r));
   const address = webhook.address();
   webhookUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
-  stack = await startStack();
+  // Each conversation's agent brings its own endpoint (a mock on loopback) and key: the operator
+  // allows that host for tenant model endpoints.
+  stack = await startStack({ egress: { model: { allowPrivate: false, allowHosts: ['127.0.0.1'] } } });
 });
 afterAll(async () => {
   await Promise.all(mocks.map((m) => m.close()));
@@ -161,6 +163,7 @@ async function replay(index: number) {
   }
   await client.agent('replay', {
     baseURL: mock.url,
+    apiKey: 'tenant-key',
     ...(script.system ? { system: script.system } : {}),
     tools: script.tools.map((t) => t.name),
     limits: WINDOW,

@@ -71,7 +71,7 @@ export interface Client {
     body?: unknown,
     headers?: Record<string, string>,
   ): Promise<{ status: number; body: T }>;
-  agent(name: string, config: Partial<AgentConfigInput>): Promise<void>;
+  agent(name: string, config: Partial<AgentConfigInput> & { apiKey?: string }): Promise<void>;
   tool(name: string, config: ToolConfigInput): Promise<void>;
   session(agent: string, extra?: Record<string, unknown>): Promise<string>;
   send(sessionId: string, text: string, headers?: Record<string, string>): Promise<any>;

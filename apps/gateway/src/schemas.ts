@@ -253,7 +253,9 @@ export const PutToolView = ToolView.extend({
       'The webhook signing secret (`whsec_…`), present only in the response that created it: store it, ' +
         'it is never shown again. Verify `webhook-signature` with it (README, docs/security.md).',
     ),
-}).describe('The tool as stored, with its new signing secret when it just got one');
+})
+  .describe('The tool as stored, with its new signing secret when it just got one')
+  .meta({ example: { ...EXAMPLE_TOOL, signingSecret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' } });
 export const ToolList = z
   .object({ tools: z.array(ToolView) })
   .describe('Every tool of the tenant')
