@@ -68,6 +68,9 @@ async function main() {
       ...common,
       PORT: String(port),
       LOOPLINE_OPERATOR_TOKEN: operatorToken,
+      // The gateway checks agents and tools against the workers' providers and egress policy.
+      ...(modelBase ? { OPENAI_BASE_URL: modelBase } : {}),
+      LOOPLINE_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
     }),
   );
   children.push(
