@@ -317,18 +317,20 @@ describe('two gateways and two workers on one Redis and one PostgreSQL', () => {
     expect(tools.calls.size).toBe(SESSIONS * 2);
     expect([...tools.calls.values()].every((n) => n === 1)).toBe(true);
 
-    // The step ledger: one row per step (no step ran twice), steps 1..4 in each session, and
-    // (job id, attempt) unique.
+    // The step ledger: no job ran its step twice — one row per loop step (steps 1..4 in each
+    // session), one row per job attempt, and one idle prune pass per idle period (a pass whose
+    // session moved on skips, so none writes a second row for a later turn's step).
     const rows = await database.db
       .selectFrom('steps')
       .select(['session_id', 'step', 'kind', 'job_id', 'attempt', 'outcome'])
       .where('session_id', 'in', ids)
       .execute();
     expect(rows.filter((r) => r.kind !== 'step' && r.kind !== 'prune')).toEqual([]);
-    expect(new Set(rows.map((r) => `${r.session_id}/${r.kind}/${r.step}`)).size).toBe(rows.length);
     expect(new Set(rows.map((r) => `${r.job_id}/${r.attempt}`)).size).toBe(rows.length);
-    // Loop steps (idle prune passes, kind prune, may add rows of their own).
     const stepRows = rows.filter((r) => r.kind === 'step');
+    expect(new Set(stepRows.map((r) => `${r.session_id}/${r.step}`)).size).toBe(stepRows.length);
+    const pruneRows = rows.filter((r) => r.kind === 'prune');
+    expect(new Set(pruneRows.map((r) => r.job_id)).size).toBe(pruneRows.length);
     expect(stepRows).toHaveLength(SESSIONS * 4);
     for (const id of ids) {
       const steps = stepRows.filter((r) => r.session_id === id);
@@ -431,6 +433,8 @@ describe('infra/compose.yaml', () => {
       // REDIS_URL / REDIS_CLUSTER_NODES: read by the shared Redis factory of both processes.
       gateway: read([
         'apps/gateway/src/server.ts',
+        'apps/gateway/src/config.ts',
+        'packages/core/src/env.ts',
         'apps/gateway/src/plugins/auth.ts',
         'packages/queue/src/redis.ts',
         'packages/egress/src/policy.ts',
@@ -439,6 +443,8 @@ describe('infra/compose.yaml', () => {
       ]),
       worker: read([
         'apps/worker/src/main.ts',
+        'apps/worker/src/config.ts',
+        'packages/core/src/env.ts',
         'packages/egress/src/policy.ts',
         'packages/egress/src/secrets.ts',
         'packages/llm/src/providers.ts',

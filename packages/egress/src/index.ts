@@ -32,7 +32,9 @@ export {
   type EgressPolicies,
   type EgressPolicy,
   type EgressPurpose,
+  type EgressSettings,
   hostList,
+  policiesFromConfig,
   policiesFromEnv,
 } from './policy.ts';
 export {

@@ -41,6 +41,31 @@ export function policiesFromEnv(env: Record<string, string | undefined>): Egress
   };
 }
 
+/** The allow-list settings as a process's parsed configuration holds them (core egressEnv). */
+export interface EgressSettings {
+  LOOPLINE_WEBHOOK_ALLOW_PRIVATE: boolean;
+  LOOPLINE_WEBHOOK_ALLOW_HOSTS: string[];
+  LOOPLINE_ATTACHMENT_ALLOW_PRIVATE: boolean;
+  LOOPLINE_ATTACHMENT_ALLOW_HOSTS: string[];
+  LOOPLINE_MODEL_ALLOW_PRIVATE: boolean;
+  LOOPLINE_MODEL_ALLOW_HOSTS: string[];
+}
+
+export function policiesFromConfig(c: EgressSettings): EgressPolicies {
+  const hosts = (list: string[]) => list.map(normaliseHost).filter(Boolean);
+  return {
+    webhook: {
+      allowPrivate: c.LOOPLINE_WEBHOOK_ALLOW_PRIVATE,
+      allowHosts: hosts(c.LOOPLINE_WEBHOOK_ALLOW_HOSTS),
+    },
+    attachment: {
+      allowPrivate: c.LOOPLINE_ATTACHMENT_ALLOW_PRIVATE,
+      allowHosts: hosts(c.LOOPLINE_ATTACHMENT_ALLOW_HOSTS),
+    },
+    model: { allowPrivate: c.LOOPLINE_MODEL_ALLOW_PRIVATE, allowHosts: hosts(c.LOOPLINE_MODEL_ALLOW_HOSTS) },
+  };
+}
+
 export function hostList(raw: string | undefined): string[] {
   return (raw ?? '')
     .split(',')

@@ -23,7 +23,7 @@ export function secretBoxFromKey(key: Buffer): SecretBox {
 }
 
 /** LOOPLINE_SECRETS_KEY as 64 hex characters or base64 of 32 bytes; absent → undefined. */
-export function secretBoxFromEnv(env: Record<string, string | undefined>): SecretBox | undefined {
+export function secretBoxFromEnv(env: { LOOPLINE_SECRETS_KEY?: string | undefined }): SecretBox | undefined {
   const raw = env.LOOPLINE_SECRETS_KEY?.trim();
   if (!raw) return undefined;
   const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');

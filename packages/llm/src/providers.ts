@@ -58,7 +58,15 @@ export function builtinProviders(llm: {
  * The operator's providers: the built-ins, then LOOPLINE_PROVIDERS (JSON, replaces a built-in of
  * the same name). A bad LOOPLINE_PROVIDERS or a missing apiKeyEnv variable throws at start.
  */
-export function providersFromEnv(env: Record<string, string | undefined>): Providers {
+export function providersFromEnv(
+  env: {
+    OPENAI_API_KEY?: string | undefined;
+    OPENAI_BASE_URL?: string | undefined;
+    LOOPLINE_PROVIDERS?: string | undefined;
+  },
+  /** Where `apiKeyEnv` names are looked up (the process environment). */
+  secrets: Record<string, string | undefined> = env as Record<string, string | undefined>,
+): Providers {
   const map = new Map<string, Provider>();
   for (const p of builtinProviders({ apiKey: env.OPENAI_API_KEY, baseURL: env.OPENAI_BASE_URL }))
     map.set(p.name, p);
@@ -75,7 +83,7 @@ export function providersFromEnv(env: Record<string, string | undefined>): Provi
   for (const [name, cfg] of Object.entries(parsed.data)) {
     let apiKey = cfg.apiKey;
     if (cfg.apiKeyEnv) {
-      apiKey = env[cfg.apiKeyEnv];
+      apiKey = secrets[cfg.apiKeyEnv];
       if (!apiKey)
         throw new Error(`LOOPLINE_PROVIDERS.${name}.apiKeyEnv names ${cfg.apiKeyEnv}, which is not set`);
     }

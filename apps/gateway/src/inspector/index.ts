@@ -19,8 +19,9 @@ import { inspectSession } from './inspect.ts';
 //   GET /admin/inspector[?session=…]                 the page (Bearer, cookie, or ?token= once)
 //   GET /admin/inspector/api/sessions, …/api/sessions/:id   the same JSON for the page (cookie)
 //
-// Browser auth is Bull Board's: `?token=` once trades the token for an HttpOnly, SameSite=Strict
-// cookie (a MAC of the token) scoped to /admin/inspector, so /v1/admin/* stays bearer-only. The
+// Browser auth is Bull Board's: sign in at /admin/login (or `?token=` once, a redirect that drops
+// it from the URL) for a signed, expiring HttpOnly, SameSite=Strict cookie scoped to /admin, so
+// /v1/admin/* stays bearer-only (plugins/operator-session.ts). The
 // routes are hidden from the OpenAPI document (operator tooling, not the tenant API).
 
 export const INSPECTOR_PATH = '/admin/inspector';
@@ -109,7 +110,10 @@ export async function inspectorPlugin(app: FastifyInstance): Promise<void> {
 
   await app.register(
     async (page) => {
-      page.addHook('onRequest', operatorBrowserAuth(deps.operatorToken, INSPECTOR_PATH));
+      page.addHook(
+        'onRequest',
+        operatorBrowserAuth(deps.operatorToken, { sessionMs: deps.operatorSessionMs }),
+      );
       page.addHook('onSend', async (_request, reply) => {
         secure(reply);
       });

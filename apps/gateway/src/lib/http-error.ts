@@ -15,6 +15,7 @@ export const HTTP_ERROR_CODES = {
   tool_call_answered: 409,
   idempotency_conflict: 409,
   payload_too_large: 413,
+  input_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,
   internal_error: 500,
