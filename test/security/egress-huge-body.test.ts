@@ -49,6 +49,28 @@ describe('bounded reads in the gate', () => {
   });
 });
 
+describe('bounded reads through the SDK-facing fetch (tenant model endpoints)', () => {
+  it('errors the body past the cap and drops the connection', async () => {
+    const gate = createEgressGate({
+      purpose: 'model',
+      policy: { allowPrivate: false, allowHosts: ['127.0.0.1'] },
+      fetchMaxBytes: 2 * MiB,
+    });
+    try {
+      const sentBefore = huge.sent;
+      const abortedBefore = huge.aborted;
+      const res = await gate.fetch(`${huge.url}/v1/chat/completions`, { method: 'POST', body: '{}' });
+      expect(res.status).toBe(200);
+      const err = await res.arrayBuffer().catch((e: unknown) => e);
+      expect((err as EgressRefusedError).reason).toBe('too-large');
+      await until('the huge stream to be cut', () => huge.aborted > abortedBefore);
+      expect(huge.sent - sentBefore).toBeLessThan(32 * MiB);
+    } finally {
+      await gate.close();
+    }
+  });
+});
+
 describe('a worker process calling a 300 MB webhook', () => {
   let stack: Stack;
   let client: Client;

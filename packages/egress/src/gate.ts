@@ -24,7 +24,14 @@ export interface GateOptions {
   resolve?: Resolve;
   /** TCP/TLS connect timeout (default 10 s). */
   connectTimeoutMs?: number;
+  /**
+   * Byte cap of one response read through `fetch` (the SDK path: a tenant model endpoint's
+   * stream); past it the body errors and the connection is dropped. Default 32 MiB.
+   */
+  fetchMaxBytes?: number;
 }
+
+export const DEFAULT_FETCH_MAX_BYTES = 32 * 1024 * 1024;
 
 export interface Limits {
   /** Bytes of response body read at most; past it the connection is dropped and the call fails. */
@@ -129,14 +136,34 @@ export function createEgressGate(opts: GateOptions): EgressGate {
   const gatedFetch = (async (input: string | URL | Request, init?: globalThis.RequestInit) => {
     const url = typeof input === 'string' || input instanceof URL ? input : input.url;
     checkUrl(url, purpose, policy);
-    return undiciFetch(
+    const res = (await undiciFetch(
       url as string,
       {
         ...(init as object),
         redirect: 'error',
         dispatcher,
       } as never,
-    ) as unknown as Promise<Response>;
+    )) as unknown as Response;
+    if (!res.body) return res;
+    // Count as the SDK reads: past the cap the body errors and the connection is dropped.
+    const maxBytes = opts.fetchMaxBytes ?? DEFAULT_FETCH_MAX_BYTES;
+    let size = 0;
+    const reader = res.body.getReader();
+    const capped = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const { done, value } = await reader.read();
+        if (done) return controller.close();
+        size += value.byteLength;
+        if (size > maxBytes) {
+          const err = tooLarge(purpose, maxBytes);
+          await reader.cancel(err).catch(() => undefined);
+          return controller.error(err);
+        }
+        controller.enqueue(value);
+      },
+      cancel: (reason) => reader.cancel(reason),
+    });
+    return new Response(capped, { status: res.status, statusText: res.statusText, headers: res.headers });
   }) as typeof globalThis.fetch;
 
   const request = async (url: string, init: RequestInit, limits: Limits): Promise<GateResponse> => {

@@ -19,6 +19,7 @@ export {
 } from './errors.ts';
 export {
   createEgressGate,
+  DEFAULT_FETCH_MAX_BYTES,
   type EgressGate,
   type GateOptions,
   type GateResponse,
