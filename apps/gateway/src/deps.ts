@@ -24,6 +24,11 @@ export interface GatewayDeps {
   operatorToken: string;
   /** Fastify logger option: false in tests, pino options in production. */
   logger?: FastifyServerOptions['logger'];
+  /**
+   * Fastify `trustProxy` (LOOPLINE_TRUST_PROXY): which proxies' `X-Forwarded-For`/`-Proto` to
+   * believe, for the client address (auth throttling) and HTTPS (`Secure` cookies). Default none.
+   */
+  trustProxy?: boolean | number | string[];
   /** Public base URL, written into the OpenAPI document's servers list. */
   publicUrl?: string;
   /** SSE heartbeat interval (default 15 s); tests shorten it. */
