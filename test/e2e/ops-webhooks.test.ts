@@ -113,6 +113,8 @@ describe('subscriptions', () => {
       { url: `${receiverUrl}/x`, events: ['session.exploded'] },
       { url: `${receiverUrl}/x`, events: ['session.idle', 'session.idle'] },
       { url: `${receiverUrl}/x`, events: ['session.idle'], extra: 1 },
+      // The egress rules of webhook tools: a private address the operator did not allow.
+      { url: 'http://10.1.2.3/hook', events: ['session.idle'] },
     ]) {
       const res = await client.call('PUT', '/v1/webhooks/bad', bad);
       expect(res.status, JSON.stringify(bad)).toBe(400);

@@ -1,5 +1,6 @@
 import {
   databaseEnv,
+  egressEnv,
   envFlag,
   envInt,
   envMs,
@@ -111,6 +112,7 @@ export const gatewayEnv = z.object({
   ...logEnv.shape,
   ...gatewayListenEnv.shape,
   ...runtimeFlagsEnv.shape,
+  ...egressEnv.shape,
   ...gatewayLimitsEnv.shape,
   ...gatewayOpsEnv.shape,
   ...tracingEnv.shape,

@@ -106,6 +106,10 @@ export const WEBHOOK_EVENT_TYPES = [
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
+/** Associated data binding a sealed subscription signing secret to its tenant and name. */
+export const webhookSecretAad = (tenantId: string, name: string): string =>
+  `webhook-subscription-secret:${tenantId}:${name}`;
+
 /** One delivery of an event to a tenant's webhook subscription (apps/worker/src/webhooks/). */
 export const WebhookJob = z.object({ tenantId: z.string(), deliveryId: z.string() });
 export type WebhookJob = z.infer<typeof WebhookJob>;

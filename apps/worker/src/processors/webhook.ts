@@ -31,16 +31,16 @@ export async function processWebhook(deps: WorkerDeps, job: Job<WebhookJob>): Pr
     return;
   }
   const body = JSON.stringify(delivery.payload);
-  const secret = openWebhookSecret(deps, tenantId, sub.name, sub.sealedSecret);
-  const headers = {
-    'content-type': 'application/json',
-    'user-agent': 'Loopline-Webhooks/1',
-    ...signedHeaders(secret, delivery.eventId, body),
-  };
   let status: number | null = null;
   let failure: string | undefined;
   const started = performance.now();
   try {
+    const secret = openWebhookSecret(deps, tenantId, sub.name, sub.sealedSecret);
+    const headers = {
+      'content-type': 'application/json',
+      'user-agent': 'Loopline-Webhooks/1',
+      ...signedHeaders(secret, delivery.eventId, body),
+    };
     status = (await postEvent(deps, sub.url, headers, body)).status;
     if (status < 200 || status > 299) failure = `the endpoint answered HTTP ${status}`;
   } catch (err) {
