@@ -25,6 +25,7 @@ import { eventRoutes } from './routes/events.ts';
 import { healthRoutes } from './routes/health.ts';
 import { messageRoutes } from './routes/messages.ts';
 import { sessionControlRoutes } from './routes/session-control.ts';
+import { sessionListRoutes } from './routes/session-list.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { toolRoutes } from './routes/tools.ts';
 
@@ -97,6 +98,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
       await v1.register(agentRoutes);
       await v1.register(toolRoutes);
       await v1.register(sessionRoutes);
+      await v1.register(sessionListRoutes); // list, children, delete
       await v1.register(messageRoutes);
       await v1.register(eventRoutes, { heartbeatMs: deps.sseHeartbeatMs });
       await v1.register(compactRoutes);
