@@ -161,7 +161,14 @@ export const FinishedTurn = z
   .meta({
     example: {
       message: {
-        info: { id: 'msg_01', sessionId: 'ses_01', seq: 1, time: { created: 1777629600000 }, role: 'user' },
+        info: {
+          id: 'msg_01',
+          sessionId: 'ses_01',
+          seq: 1,
+          time: { created: 1777629600000 },
+          role: 'user',
+          agent: 'researcher',
+        },
         parts: [
           { id: 'prt_01', sessionId: 'ses_01', messageId: 'msg_01', tokens: 2, type: 'text', text: 'Hi' },
         ],
