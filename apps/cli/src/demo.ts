@@ -1,14 +1,14 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { createLoopline, type Loopline } from '@loopline/client';
 import { startToolServer } from './demo-tools.ts';
 import { ensureDatabase } from './ensure-database.ts';
 import { root, spawnService, waitForHttp } from './services.ts';
-import { readSse } from './sse-client.ts';
 
 // The demo: starts the mock model, the gateway and the worker, creates a tenant, tools and an
-// agent over the HTTP API, and drives a conversation with tool calls while printing what the
-// SSE endpoint streams. The service keeps running until Ctrl-C.
+// agent over the HTTP API with @loopline/client, and drives a conversation with tool calls while
+// printing what the SSE endpoint streams. The service keeps running until Ctrl-C.
 
 const env = process.env;
 const port = Number(env.PORT ?? 3000);
@@ -34,17 +34,6 @@ const shutdown = () => {
 };
 process.on('SIGINT', shutdown);
 process.on('SIGTERM', shutdown);
-
-async function api<T>(method: string, path: string, token: string, body?: unknown): Promise<T> {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const json = (await res.json()) as T;
-  if (!res.ok) throw new Error(`${method} ${path} → ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
 
 async function main() {
   await ensureDatabase(databaseUrl);
@@ -83,41 +72,41 @@ async function main() {
   );
   await waitForHttp(`${base}/readyz`);
 
-  const { apiKey } = await api<{ apiKey: string }>('POST', '/v1/admin/tenants', operatorToken, {
-    name: 'demo',
-  });
-  await api('PUT', '/v1/tools/lookup', apiKey, {
+  const admin = createLoopline({ baseUrl: base, apiKey: operatorToken });
+  const { apiKey } = await admin.admin.createTenant('demo');
+  const ll = createLoopline({ baseUrl: base, apiKey });
+  await ll.tools.put('lookup', {
     kind: 'webhook',
     description: 'Look up facts and the weather about a topic or city',
     inputSchema: { type: 'object', properties: { topic: { type: 'string' } }, required: ['topic'] },
     url: `${tools.url}/lookup`,
   });
-  await api('PUT', '/v1/tools/save_note', apiKey, {
+  await ll.tools.put('save_note', {
     kind: 'webhook',
     description: 'Save a short note for the user',
     inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
     url: `${tools.url}/save_note`,
   });
-  await api('PUT', '/v1/agents/assistant', apiKey, {
+  await ll.agents.put('assistant', {
     model: realModel ? (env.DEMO_MODEL ?? 'openai/gpt-4o-mini') : 'compatible/mock-demo',
     system: 'You are a concise travel assistant. Use lookup for facts and save_note to remember things.',
     tools: ['lookup', 'save_note'],
     maxSteps: 8,
   });
-  const session = await api<{ id: string }>('POST', '/v1/sessions', apiKey, { agent: 'assistant' });
+  const session = await ll.sessions.create({ agent: 'assistant' });
 
   console.log(`${c.bold}Loopline demo${c.reset} — session ${session.id}`);
   console.log(`${c.dim}API docs:   ${base}/docs`);
   console.log(`Bull Board: ${base}/admin/queues?token=${operatorToken}`);
   console.log(`API key:    ${apiKey}${c.reset}\n`);
 
-  const chat = follow(session.id, apiKey);
+  const chat = follow(ll, session.id);
   await chat.converse([
     'What is the weather in Paris?',
     'Compare it with Tokyo and save a note about which is warmer.',
     'Thanks! Summarise what we found in one sentence.',
   ]);
-  const view = await api<Record<string, unknown>>('GET', `/v1/sessions/${session.id}`, apiKey);
+  const view = await session.get();
   console.log(`\n${c.dim}session: ${JSON.stringify(view)}${c.reset}`);
 
   // Part 2: context management. A small window, three turns of large tool outputs: old outputs
@@ -125,7 +114,7 @@ async function main() {
   console.log(
     `\n${c.bold}Part 2 — a small context window (8,000 tokens): prune, compact, continue${c.reset}`,
   );
-  await api('PUT', '/v1/tools/big', apiKey, {
+  await ll.tools.put('big', {
     kind: 'webhook',
     description: 'Fetch a report (a long listing)',
     inputSchema: {
@@ -135,7 +124,7 @@ async function main() {
     },
     url: `${tools.url}/big`,
   });
-  await api('PUT', '/v1/agents/researcher', apiKey, {
+  await ll.agents.put('researcher', {
     model: realModel ? (env.DEMO_MODEL ?? 'openai/gpt-4o-mini') : 'compatible/mock-demo',
     system: 'You read reports and summarise them.',
     tools: ['big'],
@@ -143,14 +132,14 @@ async function main() {
     // Small prune thresholds to match the small window (defaults: 40,000 / 20,000 tokens).
     compaction: { pruneProtect: 1000, pruneMinimum: 500 },
   });
-  const small = await api<{ id: string }>('POST', '/v1/sessions', apiKey, { agent: 'researcher' });
-  const research = follow(small.id, apiKey);
+  const small = await ll.sessions.create({ agent: 'researcher' });
+  const research = follow(ll, small.id);
   await research.converse([
     'Fetch the first report.',
     'Now the second report.',
     'Finally the third report, all six parts.',
   ]);
-  const gauge = await api<any>('GET', `/v1/sessions/${small.id}/context`, apiKey);
+  const gauge = await small.context();
   console.log(
     `\n${c.cyan}gauge: ${gauge.used} of ${gauge.trigger} tokens before the next call (trigger), ` +
       `${gauge.compactions.length} compaction(s)${c.reset}`,
@@ -159,7 +148,7 @@ async function main() {
     console.log(
       `${c.dim}  ${cp.reason} compaction, rung ${cp.rung}: ${cp.tokensBefore} → ${cp.tokensAfter} tokens${c.reset}`,
     );
-  const modelView = await api<any>('GET', `/v1/sessions/${small.id}/messages?view=model`, apiKey);
+  const modelView: any = await small.messages({ view: 'model' });
   console.log(`\n${c.bold}What the model sees now${c.reset} (GET …/messages?view=model):`);
   for (const m of modelView.messages) {
     const text = m.content
@@ -188,13 +177,11 @@ async function main() {
 }
 
 /** Prints a session's events as they stream; converse() sends each message after the previous turn ends. */
-function follow(sessionId: string, apiKey: string) {
+function follow(ll: Loopline, sessionId: string) {
+  const session = ll.sessions.get(sessionId);
   let idle: (() => void) | undefined;
   void (async () => {
-    for await (const msg of readSse(`${base}/v1/sessions/${sessionId}/events`, {
-      headers: { authorization: `Bearer ${apiKey}` },
-    })) {
-      const ev = JSON.parse(msg.data);
+    for await (const { event: ev } of session.events()) {
       if (ev.type === 'part.delta' && ev.field === 'text') process.stdout.write(ev.delta);
       else if (ev.type === 'part.updated' && ev.part.type === 'tool') {
         const s = ev.part.state;
@@ -222,7 +209,7 @@ function follow(sessionId: string, apiKey: string) {
         const done = new Promise<void>((resolve) => {
           idle = resolve;
         });
-        await api('POST', `/v1/sessions/${sessionId}/messages`, apiKey, { text });
+        await session.send(text);
         await done;
         console.log();
       }

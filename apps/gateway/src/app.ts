@@ -6,6 +6,7 @@ import type { GatewayDeps } from './deps.ts';
 import { inspectorPlugin } from './inspector/index.ts';
 import { operatorAuth, tenantAuth } from './plugins/auth.ts';
 import { bullBoardPlugin } from './plugins/bull-board.ts';
+import { registerCors } from './plugins/cors.ts';
 import { installErrorHandling, sendProblem, toProblem } from './plugins/errors.ts';
 import {
   createGatewayMetrics,
@@ -72,6 +73,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   app.decorateRequest('tenant', null);
 
   installErrorHandling(app);
+  await registerCors(app, deps.corsOrigins); // before any route, so preflights and errors carry it
   installRequestMetrics(app, metrics);
   installRequestLogContext(app); // tenantId/sessionId on request logs, after auth
   await registerOpenApi(app, deps.publicUrl);

@@ -22,6 +22,8 @@ export interface GatewayDeps {
   operatorToken: string;
   /** Fastify logger option: false in tests, pino options in production. */
   logger?: FastifyServerOptions['logger'];
+  /** Browser origins allowed by CORS (LOOPLINE_CORS_ORIGINS; `*` = any); absent or empty: CORS off. */
+  corsOrigins?: readonly string[];
   /** Public base URL, written into the OpenAPI document's servers list. */
   publicUrl?: string;
   /** SSE heartbeat interval (default 15 s); tests shorten it. */

@@ -8,6 +8,7 @@ import {
 } from '@loopline/queue';
 import { pino } from 'pino';
 import { buildApp } from './app.ts';
+import { parseCorsOrigins } from './plugins/cors.ts';
 
 // The gateway process: reads the environment, migrates, listens, and shuts down gracefully on
 // SIGTERM/SIGINT (stop accepting, end SSE streams, finish in-flight requests, close pools).
@@ -19,7 +20,9 @@ import { buildApp } from './app.ts';
 //   LOOPLINE_OPERATOR_TOKEN  guards /v1/admin/* and Bull Board (required)
 //   LOOPLINE_NAMESPACE       Redis key namespace     (default loopline)
 //   PORT / HOST              3000 / 0.0.0.0
-//   PUBLIC_URL               written into the OpenAPI servers list (optional)
+//   PUBLIC_URL               written into the OpenAPI servers list (optional; default: the origin
+//                            the document is requested from)
+//   LOOPLINE_CORS_ORIGINS    browser origins allowed by CORS, comma-separated, or * (default: none)
 //   LOG_LEVEL                pino level              (default info)
 //   LOOPLINE_DISABLE_AUTOCOMPACT / LOOPLINE_DISABLE_PRUNE   reported by the gauge and /context
 //                            (set them as the workers have them; "1" or "true")
@@ -81,6 +84,7 @@ export async function main(): Promise<void> {
     },
     batches: { maxConversations: int('LOOPLINE_BATCH_MAX_CONVERSATIONS', 10_000) },
     authCacheMs: int('LOOPLINE_AUTH_CACHE_MS', 2_000),
+    corsOrigins: parseCorsOrigins(process.env.LOOPLINE_CORS_ORIGINS),
     ...(process.env.PUBLIC_URL ? { publicUrl: process.env.PUBLIC_URL } : {}),
   });
 
