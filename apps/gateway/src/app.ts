@@ -20,6 +20,7 @@ import { installRequestLogContext } from './plugins/request-log.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { agentRoutes } from './routes/agents.ts';
 import { batchRoutes } from './routes/batches.ts';
+import { chatRoutes } from './routes/chat.ts';
 import { compactRoutes } from './routes/compact.ts';
 import { contextRoutes } from './routes/context.ts';
 import { eventRoutes } from './routes/events.ts';
@@ -107,6 +108,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
       await v1.register(contextRoutes);
       await v1.register(sessionControlRoutes); // abort, client tool results
       await v1.register(batchRoutes);
+      await v1.register(chatRoutes); // AI SDK UI (useChat)
     },
     { prefix: '/v1' },
   );

@@ -101,6 +101,8 @@ describe('OpenAPI', () => {
         'GET /v1/admin/sessions',
         'GET /v1/admin/sessions/{id}/inspect',
         'GET /admin/inspector',
+        'POST /v1/chat',
+        'GET /v1/chat/{id}/stream',
       ].sort(),
     );
     const post = doc.paths['/v1/sessions/{id}/messages'].post;

@@ -53,6 +53,15 @@ describe("tenant A asking for tenant B's things", () => {
     { method: 'DELETE' as const, url: `/v1/sessions/${b.sessionId}?force=true` },
     { method: 'DELETE' as const, url: '/v1/agents/b_agent' },
     { method: 'DELETE' as const, url: '/v1/tools/b_only' },
+    { method: 'GET' as const, url: `/v1/chat/${b.sessionId}/stream` },
+    {
+      method: 'POST' as const,
+      url: '/v1/chat',
+      payload: {
+        id: b.sessionId,
+        messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'hi' }] }],
+      },
+    },
   ];
 
   it('gets 404 not_found for each, shaped like an unknown id, and writes nothing', async () => {

@@ -534,6 +534,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/chat": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * AI SDK UI chat: send the new message, stream the turn
+         * @description The endpoint of `DefaultChatTransport` (`useChat`): the body id is the session id. A last message with role user is appended to the session, idempotently by its UI message id (a retry appends nothing; the same id with other content is 409), and the turn streams as an AI SDK UI message stream. A last message with role assistant carries client tool results (addToolResult): they are submitted and the continuation streams. The stream ends when the session is idle, failed, or waits for client tool results (useChat runs onToolCall); disconnecting never stops the turn.
+         */
+        post: operations["chat"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/chat/{id}/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * AI SDK UI chat: reattach to the running turn
+         * @description useChat's resume (`useChat({ resume: true })`, `resumeStream()`): replays the running turn's UI message stream from its start and follows it live. 204 when no turn is running (the session is idle or failed).
+         */
+        get: operations["resumeChatStream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/sessions": {
         parameters: {
             query?: never;
@@ -4282,6 +4322,187 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Batch"];
                 };
+            };
+            /** @description Every error response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    chat: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description DefaultChatTransport request body */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The chat id: a Loopline session id (ses_…) */
+                    id: string;
+                    /** @description The UI messages; only the last one is read (the new user message, or tool results) */
+                    messages: ({
+                        /** @description UI message id: the idempotency key of the user message */
+                        id: string;
+                        /** @enum {string} */
+                        role: "user" | "assistant" | "system";
+                        parts: ({
+                            type: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                    /**
+                     * @description submit-message only: the history is append-only (regenerate with POST …/revert)
+                     * @default submit-message
+                     * @enum {string}
+                     */
+                    trigger?: "submit-message" | "regenerate-message";
+                    /** @description Set by regenerate-message (not supported) */
+                    messageId?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The turn as a UI message stream */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Every error response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    resumeChatStream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The chat id: a Loopline session id (ses_…) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The running turn as a UI message stream */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description No turn is running */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Every error response */
             400: {

@@ -38,8 +38,8 @@ export const OPERATION_IDS: Record<string, string> = {
   'POST /v1/sessions/:id/revert': 'revertSession',
   'POST /v1/sessions/:id/abort': 'abortSession',
   'POST /v1/sessions/:id/tool-results': 'submitToolResults',
-  'POST /v1/sessions/:id/chat': 'chat',
-  'GET /v1/sessions/:id/chat/stream': 'resumeChatStream',
+  'POST /v1/chat': 'chat',
+  'GET /v1/chat/:id/stream': 'resumeChatStream',
   'POST /v1/batches': 'createBatch',
   'GET /v1/batches/:id': 'getBatch',
   'GET /v1/batches/:id/results': 'getBatchResults',
@@ -57,7 +57,7 @@ const CONFLICTS = new Set([
   'chat',
 ]);
 /** Operations that look up another resource named in the body (404 without a path id). */
-const BODY_LOOKUPS = new Set(['createSession', 'createBatch']);
+const BODY_LOOKUPS = new Set(['createSession', 'createBatch', 'chat']);
 
 export function operationIdOf(method: string, url: string): string {
   const known = OPERATION_IDS[`${method} ${url}`];

@@ -79,6 +79,7 @@ export async function registerOpenApi(app: FastifyInstance, publicUrl?: string):
         { name: 'agents', description: 'Agent definitions' },
         { name: 'tools', description: 'Tool definitions' },
         { name: 'sessions', description: 'Sessions, messages, events and compaction' },
+        { name: 'chat', description: 'AI SDK UI (useChat) message streams over a session' },
         { name: 'batches', description: 'Many conversations at once, results as JSONL' },
         { name: 'health', description: 'Liveness and readiness' },
         { name: 'operations', description: 'Prometheus metrics (operator token)' },
