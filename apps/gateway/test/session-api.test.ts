@@ -153,6 +153,32 @@ describe('GET /v1/sessions/:id/messages pages', () => {
   });
 });
 
+describe('POST …/messages with Prefer: wait', () => {
+  it('refuses a malformed Prefer header with 400 and writes nothing; wait=0 is the usual 202', async () => {
+    const id = await create();
+    const before = await rowCounts(stack.db);
+    for (const prefer of ['wait=abc', 'wait=-1', 'respond-async', 'wait=1000'])
+      expectProblem(
+        await stack.app.inject({
+          method: 'POST',
+          url: `/v1/sessions/${id}/messages`,
+          headers: { ...t.auth, prefer },
+          payload: { text: 'hi' },
+        }),
+        400,
+        'validation_error',
+      );
+    expect(await rowCounts(stack.db)).toEqual(before);
+    const res = await stack.app.inject({
+      method: 'POST',
+      url: `/v1/sessions/${id}/messages`,
+      headers: { ...t.auth, prefer: 'wait=0' },
+      payload: { text: 'hi' },
+    });
+    expect(res.statusCode, res.body).toBe(202);
+  });
+});
+
 describe('DELETE /v1/sessions/:id', () => {
   it('removes the session and everything stored for it', async () => {
     const id = await create();
