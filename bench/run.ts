@@ -188,6 +188,17 @@ function ratioText(row: Row): string {
   return fmtSummary(r, '×', 2).replace(' ×', '×');
 }
 
+/** The section bench/trajectories.ts writes (its own command): carried over when the rest is rewritten. */
+function trajectoriesSection(): string[] {
+  const file = path.join(BENCH_DIR, 'RESULTS.md');
+  if (!existsSync(file)) return [];
+  const current = readFileSync(file, 'utf8');
+  const start = current.indexOf('<!-- trajectories:start -->');
+  const endMarker = '<!-- trajectories:end -->';
+  const end = current.indexOf(endMarker);
+  return start >= 0 && end > start ? [current.slice(start, end + endMarker.length), ''] : [];
+}
+
 function render(m: Machine, results: FigureResult[], failures: string[], run: RunInfo): string {
   const profile = results.find((r) => r.name === 'profile');
   const figures = results.filter((r) => r.name !== 'profile');
@@ -242,6 +253,7 @@ function render(m: Machine, results: FigureResult[], failures: string[], run: Ru
     '',
     ...(profile ? [...profile.details, ''] : ['(not run)', '']),
     ...(existsSync(findings) ? [readFileSync(findings, 'utf8').trim(), ''] : []),
+    ...trajectoriesSection(),
   ].join('\n');
 }
 

@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { fixtureLines } from './fixtures.ts';
 import { ROOT_DIR } from './proc.ts';
 
 // Text corpora of about 1 MiB each, built from files already on the machine (no network):
@@ -105,9 +106,9 @@ function* chinese(): Generator<string> {
       if (cjk >= 4 && cjk / s.length > 0.3) yield s;
     }
   }
-  const corpus = '/work/shared/trajectories/corpus.jsonl';
   try {
-    for (const line of readFileSync(corpus, 'utf8').split('\n')) {
+    // The vendored recorded conversations hold a Chinese dialogue.
+    for (const line of fixtureLines()) {
       if (!CJK.test(line)) continue;
       for (const piece of line.split(/\\n/)) {
         const cjk = piece.match(CJK)?.length ?? 0;
@@ -115,7 +116,7 @@ function* chinese(): Generator<string> {
       }
     }
   } catch {
-    // no trajectories on this machine
+    // no fixtures in this checkout
   }
 }
 

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import {
   type AssistantMessage,
   countPart,
@@ -10,8 +10,9 @@ import {
   type WithParts,
 } from '@loopline/core';
 import { buildCorpora } from './corpora.ts';
+import { fixtureLines, TRAJECTORIES } from './fixtures.ts';
 
-// Real agent conversations (shared/trajectories/corpus.jsonl: tool-using SWE agents) turned into
+// Real agent conversations (test/fixtures/trajectories/: tool-using SWE agents) turned into
 // Loopline history: user messages with a text part; assistant messages with step-start,
 // reasoning, text, one completed tool part per call (its result, truncated at ingest as the worker
 // does) and step-finish with the reported usage. Every part carries its tiktoken count, computed
@@ -19,7 +20,7 @@ import { buildCorpora } from './corpora.ts';
 // until the history holds the requested number of tokens. Without the corpus, a synthetic history
 // is built from the English and code corpora instead.
 
-export const TRAJECTORIES = '/work/shared/trajectories/corpus.jsonl';
+export { TRAJECTORIES };
 
 interface RawMessage {
   role: 'system' | 'user' | 'assistant' | 'tool';
@@ -153,7 +154,7 @@ class Builder {
 }
 
 function* trajectories(): Generator<RawTrajectory> {
-  for (const line of readFileSync(TRAJECTORIES, 'utf8').split('\n')) if (line.trim()) yield JSON.parse(line);
+  for (const line of fixtureLines()) if (line.trim()) yield JSON.parse(line);
 }
 
 /**

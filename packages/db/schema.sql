@@ -145,6 +145,7 @@ create table sessions (
   updated_at timestamp with time zone not null default now(),
   kind text not null default 'interactive'::text,
   abort_requested_seq bigint,
+  token_ratio_weight double precision,
   constraint sessions_kind_check CHECK ((kind = ANY (ARRAY['interactive'::text, 'batch'::text]))),
   constraint sessions_parent_session_id_fkey FOREIGN KEY (parent_session_id) REFERENCES sessions(id),
   constraint sessions_pkey PRIMARY KEY (id),
@@ -168,6 +169,7 @@ create table steps (
   usage jsonb,
   outcome text,
   error jsonb,
+  estimate jsonb,
   constraint steps_kind_check CHECK ((kind = ANY (ARRAY['step'::text, 'compaction'::text, 'prune'::text]))),
   constraint steps_pkey PRIMARY KEY (id)
 );

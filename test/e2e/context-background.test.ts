@@ -8,7 +8,9 @@ import {
   isSummary,
   log,
   markerOf,
+  NO_PRUNE,
   summaryRule,
+  WHOLE_OUTPUTS,
   waitFor,
 } from './context-fixtures.ts';
 
@@ -50,7 +52,8 @@ describe('context: background compaction', () => {
     await client.agent('bg-fast', {
       tools: ['big'],
       limits: { context: 8000, output: 1000 },
-      compaction: { backgroundDelayMs: 300 },
+      ...WHOLE_OUTPUTS,
+      compaction: { ...NO_PRUNE, backgroundDelayMs: 300 },
     });
     const id = await fill('bg-fast');
     const before = (await client.call('GET', `/v1/sessions/${id}`)).body;
@@ -66,7 +69,7 @@ describe('context: background compaction', () => {
       15_000,
       'the background compaction',
     );
-    expect(row).toMatchObject({ status: 'completed', reason: 'auto' });
+    expect(row).toMatchObject({ status: 'completed', reason: 'background', requests: 1 });
     const s = await client.waitIdle(id);
     expect(s.status).toBe('idle');
     expect(s.compaction.count).toBe(1);
@@ -85,7 +88,8 @@ describe('context: background compaction', () => {
     await client.agent('bg-slow', {
       tools: ['big'],
       limits: { context: 8000, output: 1000 },
-      compaction: { backgroundDelayMs: 60_000 },
+      ...WHOLE_OUTPUTS,
+      compaction: { ...NO_PRUNE, backgroundDelayMs: 60_000 },
     });
     const id = await fill('bg-slow');
     const stepCount = (await client.call('GET', `/v1/sessions/${id}`)).body.stepCount;

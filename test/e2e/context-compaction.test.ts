@@ -10,9 +10,11 @@ import {
   liveText,
   log,
   markerOf,
+  NO_PRUNE,
   prunedParts,
   SUMMARY_SYSTEM,
   summaryRule,
+  WHOLE_OUTPUTS,
 } from './context-fixtures.ts';
 
 // A session driven past its window (CONTEXT.md §3, §5): prune first, then summary compaction,
@@ -47,7 +49,10 @@ describe('context: prune then compaction', () => {
     await client.agent('small', {
       tools: ['big'],
       limits: { context: 8000, output: 1000 },
-      compaction: { pruneProtect: 1000, pruneMinimum: 500 },
+      ...WHOLE_OUTPUTS,
+      // Five protected steps: prune clears the older turns' outputs but cannot keep the third
+      // turn's six listings under the trigger, so one summary is still needed.
+      compaction: { pruneProtect: 1000, pruneMinimum: 500, pruneProtectSteps: 5 },
     });
     const id = await client.session('small');
     for (const text of ['first task', 'second task', 'third task']) {
@@ -94,8 +99,16 @@ describe('context: prune then compaction', () => {
   });
 
   it('runs a manual compaction with instructions: summary, no continue message, session idle', async () => {
-    stack.mock.setScenario({ rules: [summaryRule] });
-    await client.agent('plain', {});
+    // Turns with tool outputs: a summary of them is smaller than they are (a compaction that
+    // would grow the context is a no-op).
+    stack.mock.setScenario({
+      rules: [
+        summaryRule,
+        ...bigTurn('config/app.yaml', ['m1'], 100, 'config read'),
+        ...bigTurn('src/main.ts', ['m2'], 100, 'main read'),
+      ],
+    });
+    await client.agent('plain', { tools: ['big'] });
     const id = await client.session('plain');
     for (const text of ['tell me about config/app.yaml', 'and about src/main.ts']) {
       await client.send(id, text);
@@ -152,7 +165,12 @@ describe('context: the ladder never loops', () => {
         ...turns(),
       ],
     });
-    await client.agent('verbose', { tools: ['big'], limits: { context: 8000, output: 1000 } });
+    await client.agent('verbose', {
+      tools: ['big'],
+      limits: { context: 8000, output: 1000 },
+      ...WHOLE_OUTPUTS,
+      compaction: NO_PRUNE,
+    });
     const { id, s } = await drive('verbose');
     expect(s.status, JSON.stringify(s.error)).toBe('idle');
 
@@ -187,7 +205,12 @@ describe('context: the ladder never loops', () => {
         ...turns(),
       ],
     });
-    await client.agent('chunky', { tools: ['big'], limits: { context: 8000, output: 1000 } });
+    await client.agent('chunky', {
+      tools: ['big'],
+      limits: { context: 8000, output: 1000 },
+      ...WHOLE_OUTPUTS,
+      compaction: NO_PRUNE,
+    });
     const before = stack.mock.calls.length;
     const { id, s } = await drive('chunky');
     expect(s.status, JSON.stringify(s.error)).toBe('idle');
@@ -213,7 +236,12 @@ describe('context: the ladder never loops', () => {
         ...turns(),
       ],
     });
-    await client.agent('broken', { tools: ['big'], limits: { context: 8000, output: 1000 } });
+    await client.agent('broken', {
+      tools: ['big'],
+      limits: { context: 8000, output: 1000 },
+      ...WHOLE_OUTPUTS,
+      compaction: NO_PRUNE,
+    });
     const { id, s } = await drive('broken');
     expect(s.status, JSON.stringify(s.error)).toBe('idle');
     const rows = await compactions(stack, id);

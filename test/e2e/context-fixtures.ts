@@ -12,6 +12,19 @@ export const SUMMARY_SYSTEM = 'You write the working state of a conversation';
 /** core CONTINUE_TEXT, as the mock matches it. */
 export const CONTINUE = 'Continue if you have next steps';
 
+/**
+ * The 8k-window tests drive the context with large `big` outputs (1,300–5,800 tokens each): they
+ * set the ingest cap's window share to the whole window, since the default quarter would cut each
+ * output to ~1,750 tokens (the cap itself is tested in context-limits.test.ts).
+ */
+export const WHOLE_OUTPUTS = { toolOutput: { windowShare: 1 } } as const;
+
+/**
+ * Tests of the summary compaction itself (ladder, background job, retries) switch prune off: with
+ * prune on, the window-scaled defaults clear old outputs first and no summary would be needed.
+ */
+export const NO_PRUNE = { prune: false } as const;
+
 export const summaryRule: RuleInput = { when: { system: SUMMARY_SYSTEM }, reply: { summary: true } };
 
 /** A turn: `user` includes `trigger`; the model calls `big` once per tag, then answers `done`. */

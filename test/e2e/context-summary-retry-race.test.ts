@@ -11,8 +11,10 @@ import {
   isSummary,
   log,
   markerOf,
+  NO_PRUNE,
   SUMMARY_SYSTEM,
   summaryRule,
+  WHOLE_OUTPUTS,
   waitFor,
 } from './context-fixtures.ts';
 
@@ -32,7 +34,12 @@ beforeAll(async () => {
   stack = await startStack({ workers: false, lockTtlMs: 2_000 });
   client = await stack.tenant();
   await defineBig(client, stack);
-  await client.agent('small', { tools: ['big'], limits: { context: 8000, output: 1000 } });
+  await client.agent('small', {
+    tools: ['big'],
+    limits: { context: 8000, output: 1000 },
+    ...WHOLE_OUTPUTS,
+    compaction: NO_PRUNE,
+  });
 });
 afterAll(async () => {
   child?.kill('SIGKILL');

@@ -14,7 +14,7 @@ let stack: Stack;
 let client: Client;
 
 beforeAll(async () => {
-  stack = await startStack({ workerMetrics: true });
+  stack = await startStack({ workerMetrics: true, metricsTenantLabels: true }); // opt-in tenant series
   client = await stack.tenant('ops');
   await defineBig(client, stack);
 });

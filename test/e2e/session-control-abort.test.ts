@@ -206,8 +206,10 @@ describe('abort', () => {
 
   it('during a summary compaction: the summary call stops, no half summary, idle within a second', async () => {
     const id = await client.session('writer');
+    // Long enough that a summary shrinks it (a compaction that would not is a recorded no-op).
+    const padding = ' lorem ipsum dolor sit amet'.repeat(150);
     for (const text of ['first question', 'second question']) {
-      await client.send(id, text);
+      await client.send(id, `${text}${padding}`);
       await client.waitIdle(id);
     }
     const compact = await client.call('POST', `/v1/sessions/${id}/compact`, { instructions: 'SLOW-SUMMARY' });

@@ -1,5 +1,3 @@
-import os from 'node:os';
-import path from 'node:path';
 import { closeDb, createDb, type Db } from '@loopline/db';
 import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -8,6 +6,7 @@ import { type FaultToolServer, startFaultToolServer } from '../support/fault-too
 import { analyseFenceAudit, installFenceAudit } from '../support/fence-audit.ts';
 import { checkInvariants, type SessionExpectation } from '../support/invariants.ts';
 import { type LlmProxy, startLlmProxy } from '../support/llm-proxy.ts';
+import { faultLogDir } from '../support/log-dirs.ts';
 import { WorkerPool, type WorkerProc } from '../support/procs.ts';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
 import { until } from '../support/wait.ts';
@@ -71,7 +70,7 @@ beforeAll(async () => {
       stalledMs: STALLED_MS,
       logLevel: 'info',
     },
-    path.join(os.tmpdir(), `loopline-faults-${stack.namespace}`),
+    faultLogDir(stack.namespace),
   );
   pool.start();
   pool.start();

@@ -190,7 +190,8 @@ describe('a session whose runner was superseded by a runner that then died (orph
   it('compacting with its compaction job lost: the reconciler re-adds the compaction job', async () => {
     pool.start();
     const sessionId = await client.session('agent');
-    await client.send(sessionId, 'hello, short answer please');
+    // Long enough that its summary shrinks it (a compaction that would not is a recorded no-op).
+    await client.send(sessionId, `hello, short answer please${' lorem ipsum dolor sit amet'.repeat(150)}`);
     await client.waitIdle(sessionId, 20_000);
     await until('the idle prune done', async () => !(await anyPending(sessionId)), 20_000);
     await pool.stopAll();

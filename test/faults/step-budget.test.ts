@@ -1,7 +1,6 @@
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LlmProxy, startLlmProxy } from '../support/llm-proxy.ts';
+import { faultLogDir } from '../support/log-dirs.ts';
 import { WorkerPool } from '../support/procs.ts';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
 
@@ -45,7 +44,7 @@ beforeAll(async () => {
       lockMs: 1500,
       stalledMs: 500,
     },
-    path.join(os.tmpdir(), `loopline-faults-${stack.namespace}`),
+    faultLogDir(stack.namespace),
   );
 }, 60_000);
 
@@ -104,7 +103,7 @@ describe('worker crashes within one turn', () => {
         stalledMs: 500,
         extra: { LOOPLINE_MAX_INTERRUPTED_STEPS: '2' },
       },
-      path.join(os.tmpdir(), `loopline-faults-${stack.namespace}-capped`),
+      faultLogDir(`${stack.namespace}-capped`),
     );
     try {
       capped.start();
@@ -117,10 +116,14 @@ describe('worker crashes within one turn', () => {
       // No third model call: the cap stopped the session before calling again.
       const log = await client.history(sessionId);
       const replies = log.messages.filter((m: any) => m.info.role === 'assistant');
+      // The two interrupted steps, then the record of the error that ended the turn.
       expect(replies.map((m: any) => m.info.error?.name)).toEqual([
         'StepInterruptedError',
         'StepInterruptedError',
+        'MaxInterruptionsReachedError',
       ]);
+      expect(replies.at(-1).info.finish).toBe('error');
+      expect(replies.at(-1).parts).toEqual([]);
       await capped.stopAll();
       expect(capped.crashes).toEqual([]);
     } finally {

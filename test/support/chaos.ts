@@ -1,5 +1,4 @@
 import { writeFile } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { COMPACTION_SYSTEM_PROMPT } from '@loopline/core';
 import { closeDb, createDb, type Db } from '@loopline/db';
@@ -18,6 +17,7 @@ import {
   type Violation,
 } from './invariants.ts';
 import { type LlmProxy, startLlmProxy } from './llm-proxy.ts';
+import { faultLogDir } from './log-dirs.ts';
 import { type Crash, WORKER_APP_PREFIX, WorkerPool, type WorkerProc } from './procs.ts';
 import { type Client, type Stack, startStack } from './stack.ts';
 import { sleep } from './wait.ts';
@@ -649,7 +649,7 @@ export async function runChaos(cfg: ChaosConfig): Promise<ChaosResult> {
   let turnsDone = 0;
   let reconcilerOn = false;
   let monkeyOn = false;
-  const logDir = path.join(os.tmpdir(), `loopline-faults-${stack.namespace}`);
+  const logDir = faultLogDir(stack.namespace);
   try {
     await installFenceAudit(admin);
     tools = await startFaultToolServer();

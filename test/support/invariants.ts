@@ -1,4 +1,5 @@
 import type { AssistantMessage, Part, ToolPart, WithParts } from '@loopline/core';
+import { isCompletedStep } from '@loopline/core';
 import { type Db, loadHistory } from '@loopline/db';
 import { analyseFenceAudit, type FenceAuditReport } from './fence-audit.ts';
 
@@ -20,7 +21,9 @@ import { analyseFenceAudit, type FenceAuditReport } from './fence-audit.ts';
 //   fencing           zero worker writes under a superseded fence, zero unfenced worker writes
 //                     (PostgreSQL audit, see fence-audit.ts); in the steps ledger, a step finished
 //                     under fence F finished before any step of a newer fence started
-//   compaction-loop   compactions per user turn ≤ the agent's compaction.maxIterations
+//   compaction-loop   compactions in a row without a completed model step between them ≤ the
+//                     agent's compaction.maxIterations (and per user turn ≤ maxCompactionsPerTurn
+//                     when set)
 
 export interface SessionExpectation {
   tenantId: string;
@@ -313,9 +316,12 @@ export async function checkInvariants(input: InvariantInput): Promise<InvariantR
     }
 
     // compaction-loop
-    const maxIterations =
-      (row.agent as { compaction?: { maxIterations?: number } }).compaction?.maxIterations ?? 3;
+    const guard = (row.agent as { compaction?: { maxIterations?: number; maxCompactionsPerTurn?: number } })
+      .compaction;
+    const maxIterations = guard?.maxIterations ?? 3;
+    const perTurn = guard?.maxCompactionsPerTurn ?? 0;
     let inTurn = 0;
+    let inRow = 0;
     let turnSeq = 0;
     for (const m of log) {
       if (isRealUser(m)) {
@@ -323,9 +329,15 @@ export async function checkInvariants(input: InvariantInput): Promise<InvariantR
         turnSeq = m.info.seq;
       } else if (m.parts.some((p) => p.type === 'compaction')) {
         inTurn++;
-        if (inTurn === maxIterations + 1)
-          v('compaction-loop', `the user turn at seq ${turnSeq} has more than ${maxIterations} compactions`);
-      }
+        inRow++;
+        if (inRow === maxIterations + 1)
+          v(
+            'compaction-loop',
+            `more than ${maxIterations} compactions in a row without progress at seq ${m.info.seq}`,
+          );
+        if (perTurn > 0 && inTurn === perTurn + 1)
+          v('compaction-loop', `the user turn at seq ${turnSeq} has more than ${perTurn} compactions`);
+      } else if (isCompletedStep(m)) inRow = 0;
     }
   }
 

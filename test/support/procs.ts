@@ -7,8 +7,8 @@ import {
   readlinkSync,
   type WriteStream,
 } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
+import { faultLogDir } from './log-dirs.ts';
 
 // Real worker processes for fault tests: `node apps/worker/src/main.ts` children with small lock
 // timings, their pino output kept (in memory and in a log file per process), and the signals a
@@ -302,7 +302,7 @@ export function stackWorkerPool(
       llmUrl: stack.mock.url,
       ...env,
     },
-    path.join(os.tmpdir(), `loopline-faults-${stack.namespace}${name ? `-${name}` : ''}`),
+    faultLogDir(`${stack.namespace}${name ? `-${name}` : ''}`),
   );
   pool.supervise = supervise;
   for (let i = 0; i < start; i++) pool.start();

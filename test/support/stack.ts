@@ -76,6 +76,8 @@ export async function startStack(
     titles?: boolean;
     /** Serve the workers' metrics on an ephemeral port (`workerMetricsUrl`). */
     workerMetrics?: boolean;
+    /** `tenant` labels on the per-tenant counters of gateway and workers (LOOPLINE_METRICS_TENANT_LABELS). */
+    metricsTenantLabels?: boolean;
     /** Worker fairness defaults and timings (tests shorten the token window, poll intervals). */
     fairness?: WorkerDeps['fairness'];
     /** Gateway rate limit default and window. */
@@ -112,11 +114,15 @@ export async function startStack(
     logger: false,
     ...(opts.rateLimit ? { rateLimit: opts.rateLimit } : {}),
     ...(opts.batches ? { batches: opts.batches } : {}),
+    metricsTenantLabels: opts.metricsTenantLabels === true,
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();
   const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
-  const workerMetrics = createWorkerMetrics({ defaultMetrics: opts.workerMetrics === true });
+  const workerMetrics = createWorkerMetrics({
+    defaultMetrics: opts.workerMetrics === true,
+    tenantLabels: opts.metricsTenantLabels === true,
+  });
   const deps: WorkerDeps = {
     db: database.db,
     redis,

@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { createLoopline, type Loopline } from '@loopline/client';
+import { demoConfigFromEnv } from './config.ts';
 import { startToolServer } from './demo-tools.ts';
 import { ensureDatabase } from './ensure-database.ts';
 import { root, spawnService, waitForHttp } from './services.ts';
@@ -10,12 +11,12 @@ import { root, spawnService, waitForHttp } from './services.ts';
 // agent over the HTTP API with @loopline/client, and drives a conversation with tool calls while
 // printing what the SSE endpoint streams. The service keeps running until Ctrl-C.
 
-const env = process.env;
-const port = Number(env.PORT ?? 3000);
-const mockPort = Number(env.MOCK_LLM_PORT ?? 4010);
+const env = demoConfigFromEnv(process.env);
+const port = env.PORT;
+const mockPort = env.MOCK_LLM_PORT;
 const base = `http://127.0.0.1:${port}`;
-const databaseUrl = env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/loopline';
-const redisUrl = env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const databaseUrl = env.DATABASE_URL;
+const redisUrl = env.REDIS_URL;
 const operatorToken = env.LOOPLINE_OPERATOR_TOKEN ?? randomBytes(16).toString('hex');
 const realModel = Boolean(env.OPENAI_API_KEY);
 const c = {
@@ -37,8 +38,8 @@ process.on('SIGTERM', shutdown);
 
 async function main() {
   await ensureDatabase(databaseUrl);
-  const tools = await startToolServer(Number(env.DEMO_TOOLS_PORT ?? 4020));
-  const common = { DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, LOG_LEVEL: env.LOG_LEVEL ?? 'info' };
+  const tools = await startToolServer(env.DEMO_TOOLS_PORT);
+  const common = { DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, LOG_LEVEL: env.LOG_LEVEL };
   let modelBase = env.OPENAI_BASE_URL ?? '';
   if (!realModel) {
     children.push(
@@ -67,7 +68,7 @@ async function main() {
       // The demo's tool server runs on loopback; allow exactly that host.
       LOOPLINE_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
       // V8's young generation capped as in production (docs/DEPLOYMENT.md): RSS under 300 MB.
-      NODE_OPTIONS: `${env.NODE_OPTIONS ?? ''} --max-semi-space-size=8`.trim(),
+      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --max-semi-space-size=8`.trim(),
     }),
   );
   await waitForHttp(`${base}/readyz`);
@@ -88,7 +89,7 @@ async function main() {
     url: `${tools.url}/save_note`,
   });
   await ll.agents.put('assistant', {
-    model: realModel ? (env.DEMO_MODEL ?? 'openai/gpt-4o-mini') : 'compatible/mock-demo',
+    model: realModel ? env.DEMO_MODEL : 'compatible/mock-demo',
     system: 'You are a concise travel assistant. Use lookup for facts and save_note to remember things.',
     tools: ['lookup', 'save_note'],
     maxSteps: 8,
@@ -125,7 +126,7 @@ async function main() {
     url: `${tools.url}/big`,
   });
   await ll.agents.put('researcher', {
-    model: realModel ? (env.DEMO_MODEL ?? 'openai/gpt-4o-mini') : 'compatible/mock-demo',
+    model: realModel ? env.DEMO_MODEL : 'compatible/mock-demo',
     system: 'You read reports and summarise them.',
     tools: ['big'],
     limits: { context: 8000, output: 1000 },
@@ -172,7 +173,7 @@ async function main() {
     `  curl -s -H 'authorization: Bearer ${apiKey}' '${base}/v1/sessions/${small.id}/messages?view=model'`,
   );
   console.log(`  open ${base}/admin/inspector?token=${operatorToken}&session=${small.id}`);
-  if (env.DEMO_EXIT === '1') shutdown();
+  if (env.DEMO_EXIT) shutdown();
   await new Promise(() => undefined);
 }
 

@@ -1,13 +1,14 @@
-import type { Tokenizer } from '@loopline/core';
+import { redactUrl, type Tokenizer } from '@loopline/core';
 import { createTokenizer } from '@loopline/llm';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { GatewayDeps } from './deps.ts';
 import { inspectorPlugin } from './inspector/index.ts';
-import { operatorAuth, tenantAuth } from './plugins/auth.ts';
+import { operatorAuth, sameSecret, tenantAuth } from './plugins/auth.ts';
 import { bullBoardPlugin } from './plugins/bull-board.ts';
 import { registerCors } from './plugins/cors.ts';
 import { installErrorHandling, sendProblem, toProblem } from './plugins/errors.ts';
+import { withRedaction } from './plugins/log-redaction.ts';
 import {
   createGatewayMetrics,
   type GatewayMetrics,
@@ -15,6 +16,7 @@ import {
   metricsRoutes,
 } from './plugins/metrics.ts';
 import { registerOpenApi } from './plugins/openapi.ts';
+import { operatorLoginRoutes } from './plugins/operator-session.ts';
 import { registerRateLimit } from './plugins/rate-limit.ts';
 import { installRequestLogContext } from './plugins/request-log.ts';
 import { adminRoutes } from './routes/admin.ts';
@@ -53,7 +55,7 @@ export const BULL_BOARD_PATH = '/admin/queues';
 export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   if (!deps.operatorToken) throw new Error('buildApp: operatorToken is required');
   const app = Fastify({
-    logger: deps.logger ?? false,
+    logger: withRedaction(deps.logger ?? false), // credentials never reach a log line
     bodyLimit: BODY_LIMIT,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     // Errors raised before routing (bad percent-encoding, over-long ids) get the problem body too.
@@ -62,14 +64,14 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
         err.code === 'FST_ERR_MAX_PARAM_LENGTH'
           ? { status: 404, code: 'not_found', message: 'Not found: a path parameter is too long' }
           : toProblem(err);
-      request.log.info({ code: problem.code, url: request.url }, problem.message);
+      request.log.info({ code: problem.code, url: redactUrl(request.url) }, problem.message);
       sendProblem(reply, problem);
     },
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
-  const metrics = deps.metrics ?? createGatewayMetrics();
+  const metrics = deps.metrics ?? createGatewayMetrics({ tenantLabels: deps.metricsTenantLabels === true });
   app.decorate('deps', { ...deps, tokenizer: deps.tokenizer ?? createTokenizer('o200k_base'), metrics });
   app.decorateRequest('tenant', null);
 
@@ -118,7 +120,13 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     basePath: BULL_BOARD_PATH,
     queues: deps.queues.all(),
     operatorToken: deps.operatorToken,
+    sessionMs: deps.operatorSessionMs,
   });
+  await app.register(operatorLoginRoutes, {
+    operatorToken: deps.operatorToken,
+    sameSecret,
+    ...(deps.operatorSessionMs !== undefined ? { sessionMs: deps.operatorSessionMs } : {}),
+  }); // /admin/login: the browser session of the inspector and Bull Board
   await app.register(inspectorPlugin); // /admin/inspector and /v1/admin/sessions (operator token)
 
   return app;

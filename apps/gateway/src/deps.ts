@@ -11,7 +11,7 @@ export interface GatewayDeps {
   db: Db;
   /**
    * Shared command connection, a single-node `Redis` or a `Cluster` (packages/queue/src/redis.ts).
-   * SSE clients get their own duplicate (XREAD BLOCK).
+   * SSE clients share two more per process (packages/queue/src/event-hub.ts).
    */
   redis: RedisClient;
   queues: Queues;
@@ -46,6 +46,18 @@ export interface GatewayDeps {
   authCacheMs?: number;
   /** POST /v1/batches: most conversations per batch (default 10,000), body limit (default 32 MiB). */
   batches?: { maxConversations?: number; bodyLimit?: number };
+  /**
+   * Failed API-key authentication: at most `failuresPerMinute` per client address (default 30;
+   * 0 = no throttle), and an unknown key is answered from memory for `negativeCacheMs` (default
+   * 30,000; 0 = off), so a burst of bad keys costs O(1) PostgreSQL queries.
+   */
+  authThrottle?: { failuresPerMinute?: number; negativeCacheMs?: number };
+  /** Open SSE streams per API key and per tenant in this process (defaults 20 and 100; 0 = no cap). */
+  sse?: { maxPerKey?: number; maxPerTenant?: number };
+  /** Lifetime of the operator's browser session cookie (default 8 h). */
+  operatorSessionMs?: number;
+  /** `tenant` label on the per-tenant counters (default off: one series per tenant). */
+  metricsTenantLabels?: boolean;
   /** Prometheus registry and metrics (plugins/metrics.ts); default: a new one per app. */
   metrics?: GatewayMetrics;
 }

@@ -256,7 +256,7 @@ export const SessionOverrides = z
     model: ModelRef.optional(),
     baseURL: z.url().optional(),
     system: z.string().max(200_000).optional(),
-    tools: z.array(z.string().min(1)).optional(),
+    tools: AgentConfig.shape.tools.unwrap().optional(),
     limits: ModelLimits.optional(),
     maxSteps: z.number().int().positive().max(1000).optional(),
     temperature: z.number().min(0).max(2).optional(),
@@ -299,15 +299,22 @@ export const CompactionRecord = z
       .describe('The compaction message (a synthetic user message holding the compaction part)'),
     summaryMessageId: z.string().nullable().describe('The summary it produced (null until it completed)'),
     reason: z
-      .string()
+      .enum(['auto', 'manual', 'overflow', 'background'])
       .describe(
-        "Why it ran: auto (the loop's overflow check), manual (POST …/compact), overflow (a request too large)",
+        "Why it ran: auto (the loop's overflow check), manual (POST …/compact), overflow (a request too large), " +
+          'background (an idle session above the background threshold)',
       ),
     rung: z
       .string()
       .nullable()
-      .describe('The ladder rung that produced the summary (LLM summary … structural)'),
-    status: z.enum(['running', 'completed', 'failed']),
+      .describe(
+        'The ladder rung that produced the summary: summary, summary-no-tail, chunked (map then merge) or structural (no LLM)',
+      ),
+    status: z
+      .enum(['running', 'completed', 'failed', 'noop'])
+      .describe(
+        'noop: nothing new to summarise, or the result would not have shrunk the context; nothing was changed',
+      ),
     tokensBefore: z.number().int().nullable(),
     tokensAfter: z.number().int().nullable(),
     headMessages: z.number().int().nullable().describe('Messages the summary replaced'),
@@ -315,8 +322,13 @@ export const CompactionRecord = z
     model: z.string().nullable().describe('Model that wrote the summary'),
     startedAt: Timestamp,
     finishedAt: Timestamp.nullable(),
-    durationMs: z.number().int().nullable(),
-    error: ErrorData.nullable().describe('Why a failed run failed'),
+    durationMs: z.number().int().nullable().describe('Wall time of the run, from start to commit'),
+    requests: z
+      .number()
+      .int()
+      .nullable()
+      .describe('Model requests the compaction made: retries, every chunk and the merge of a chunked one'),
+    error: ErrorData.nullable().describe('Why a failed run failed, or why a noop changed nothing'),
     reverted: z
       .boolean()
       .describe('Its compaction message was hidden by a revert: it is no longer a boundary'),
@@ -545,9 +557,33 @@ const EXAMPLE_COMPACTION = {
   startedAt: '2026-05-01T10:02:03.000Z',
   finishedAt: '2026-05-01T10:02:17.500Z',
   durationMs: 14500,
+  requests: 1,
   error: null,
   reverted: false,
 };
+
+export const StepEstimateView = z.object({
+  step: z.number().int(),
+  messageId: z.string().nullable(),
+  outcome: z.string().nullable(),
+  estimate: z.number().int().describe('Best guess of the prompt, provider tokens'),
+  bound: z.number().int().describe('With the margin: what the checks used'),
+  anchored: z
+    .boolean()
+    .describe('Built on the previous report; false = tiktoken × ratio alone (also: no usage reported)'),
+  ratio: z.number(),
+  reported: z
+    .number()
+    .int()
+    .nullable()
+    .describe('Prompt tokens the provider reported (input + cache); null or 0 when it reported none'),
+  errorPercent: z
+    .number()
+    .nullable()
+    .describe('(estimate − reported) / reported × 100, one decimal; null without a report'),
+});
+
+export type StepEstimateView = z.infer<typeof StepEstimateView>;
 
 export const ContextView = z
   .object({
@@ -589,6 +625,23 @@ export const ContextView = z
     compactions: z
       .array(CompactionRecord)
       .describe('Every compaction run, oldest first, reverted ones marked'),
+    ratio: z
+      .object({
+        value: z
+          .number()
+          .describe('Provider tokens per tiktoken token: learned from reports, else the prior'),
+        learned: z.boolean(),
+        weight: z.number().describe('tiktoken tokens of the reports it was learned from'),
+        margin: z
+          .number()
+          .describe('Relative margin the fit and overflow checks add to the tiktoken-measured part'),
+      })
+      .describe("The session's provider-to-tiktoken ratio (carried across compactions)"),
+    estimates: z
+      .array(StepEstimateView)
+      .describe(
+        'Per model step, oldest first: the pre-call estimate beside the prompt the provider reported',
+      ),
   })
   .describe('The context gauge of a session, its compaction suggestion, boundary and compaction runs')
   .meta({

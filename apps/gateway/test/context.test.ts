@@ -320,10 +320,24 @@ describe('POST /v1/sessions/:id/revert', () => {
     const row = (await getSession(stack.db, ctx.tenantId, ctx.sessionId))!;
     expect(row.boundarySeq).toBe(h.marker.info.seq);
     expect(row.lastUsage).toBeNull(); // it belonged to a10, now hidden
-    // Reverting again to a hidden message hides nothing more.
-    const again = await revert(ctx.sessionId, { messageId: h.a10.info.id });
-    expect(again.statusCode, again.body).toBe(200);
-    expect(again.json()).toMatchObject({ reverted: 0, fromSeq: 10 });
+    // A hidden message is no revert point: 409, nothing changes.
+    const before = await logView(ctx.sessionId);
+    expectProblem(await revert(ctx.sessionId, { messageId: h.a10.info.id }), 409, 'conflict');
+    expect(await logView(ctx.sessionId)).toEqual(before);
+  });
+
+  it('refuses a message an earlier revert hid, so live history written since survives', async () => {
+    // t1 t2 t3 → revert to t2 → t4 → "revert to t3" (hidden) must not hide t4.
+    const ctx = await newSession();
+    const t1 = await userMsg(ctx, 't1', 10);
+    const t2 = await userMsg(ctx, 't2', 10);
+    const t3 = await userMsg(ctx, 't3', 10);
+    expect((await revert(ctx.sessionId, { messageId: t2.info.id })).statusCode).toBe(200);
+    const t4 = await userMsg(ctx, 't4', 10);
+    const error = expectProblem(await revert(ctx.sessionId, { messageId: t3.info.id }), 409, 'conflict');
+    expect(error.message).toContain('already reverted');
+    const log = await logView(ctx.sessionId);
+    expect(log.filter((m) => !m.info.reverted).map((m) => m.info.id)).toEqual([t1.info.id, t4.info.id]);
   });
 
   it('reverting to a summary takes its whole compaction point with it', async () => {

@@ -13,7 +13,7 @@ let stack: Stack;
 const QUEUE_NAMES = Object.values(JOBS).map((j) => j.queue);
 
 beforeAll(async () => {
-  stack = await startStack('metrics');
+  stack = await startStack('metrics', { metricsTenantLabels: true }); // opt-in per-tenant series
 });
 afterAll(() => stack?.close());
 
@@ -98,7 +98,7 @@ describe('/metrics', () => {
   });
 
   it('keeps one registry per app: two apps in one process count separately', async () => {
-    const metrics = createGatewayMetrics({ defaultMetrics: false });
+    const metrics = createGatewayMetrics({ defaultMetrics: false, tenantLabels: true });
     const other = await buildApp({
       db: stack.db,
       redis: stack.redis,

@@ -1,60 +1,62 @@
+import { ConfigError } from '@loopline/core';
 import { createDb, migrateWhenReady } from '@loopline/db';
 import { createTokenizer } from '@loopline/llm';
-import { createQueues, createRedis, keySpace, redisConfigFromEnv } from '@loopline/queue';
-import { pino } from 'pino';
+import { createQueues, createRedis, keySpace, type RedisConfig } from '@loopline/queue';
+import type { Logger } from 'pino';
+import { type WorkerEnv, workerConfigFromEnv } from './config.ts';
 import type { WorkerDeps } from './deps.ts';
-import { defaultFairness } from './fairness/options.ts';
+import { createWorkerLogger } from './logger.ts';
 import { createWorkerMetrics } from './metrics.ts';
 import { startMetricsServer } from './metrics-server.ts';
-import { reconcileOptionsFromEnv, startReconciler } from './reconcile.ts';
-import { policyFromEnv } from './tools/address-policy.ts';
+import { reconcileOptions, startReconciler } from './reconcile.ts';
 import { defaultWorkerOptions, startWorkers, stopWorkers } from './worker.ts';
 
-// The worker process: reads its configuration from the environment, runs every queue's
-// processor, and on SIGTERM/SIGINT stops taking jobs and lets the current ones finish.
+// The worker process: parses its environment once (config.ts: every variable, its default and
+// bounds; a bad value stops here with a message naming it), runs every queue's processor, and on
+// SIGTERM/SIGINT stops taking jobs and lets the current ones finish.
 
-const env = process.env;
-const int = (name: string, fallback: number) => (env[name] ? Number.parseInt(env[name], 10) : fallback);
-
-export function depsFromEnv(logger = pino({ level: env.LOG_LEVEL ?? 'info', name: 'worker' })): WorkerDeps {
+export function depsFromEnv(
+  env: WorkerEnv = workerConfigFromEnv(process.env),
+  logger: Logger = createWorkerLogger(env.LOG_LEVEL),
+): WorkerDeps {
   // REDIS_URL, or REDIS_CLUSTER_NODES for a Redis Cluster (packages/queue/src/redis.ts).
-  const redis = createRedis(redisConfigFromEnv(env), { maxRetriesPerRequest: null });
-  const keys = keySpace(env.LOOPLINE_NAMESPACE ?? 'loopline');
+  const redisConfig: RedisConfig =
+    env.REDIS_CLUSTER_NODES.length > 0 ? { clusterNodes: env.REDIS_CLUSTER_NODES } : { url: env.REDIS_URL };
+  const redis = createRedis(redisConfig, { maxRetriesPerRequest: null });
+  const keys = keySpace(env.LOOPLINE_NAMESPACE);
   return {
-    db: createDb(env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/loopline', {
-      max: int('DB_POOL_MAX', 20),
-    }),
+    db: createDb(env.DATABASE_URL, { max: env.DB_POOL_MAX }),
     redis,
     keys,
     queues: createQueues(redis, keys),
     tokenizer: createTokenizer('o200k_base'),
     logger,
     llm: { apiKey: env.OPENAI_API_KEY, baseURL: env.OPENAI_BASE_URL },
-    webhookPolicy: policyFromEnv(env),
-    flags: {
-      disableAutocompact:
-        env.LOOPLINE_DISABLE_AUTOCOMPACT === '1' || env.LOOPLINE_DISABLE_AUTOCOMPACT === 'true',
-      disablePrune: env.LOOPLINE_DISABLE_PRUNE === '1' || env.LOOPLINE_DISABLE_PRUNE === 'true',
+    webhookPolicy: {
+      allowPrivate: env.LOOPLINE_WEBHOOK_ALLOW_PRIVATE,
+      allowHosts: env.LOOPLINE_WEBHOOK_ALLOW_HOSTS.map((h) => h.toLowerCase()),
     },
-    lockTtlMs: int('LOOPLINE_LOCK_TTL_MS', 15_000),
-    lockRetryMs: int('LOOPLINE_LOCK_RETRY_MS', 250),
-    maxProviderRetries: int('LOOPLINE_MAX_PROVIDER_RETRIES', 8),
-    maxInterruptedSteps: int('LOOPLINE_MAX_INTERRUPTED_STEPS', 10),
+    flags: { disableAutocompact: env.LOOPLINE_DISABLE_AUTOCOMPACT, disablePrune: env.LOOPLINE_DISABLE_PRUNE },
+    lockTtlMs: env.LOOPLINE_LOCK_TTL_MS,
+    lockRetryMs: env.LOOPLINE_LOCK_RETRY_MS,
+    maxProviderRetries: env.LOOPLINE_MAX_PROVIDER_RETRIES,
+    maxInterruptedSteps: env.LOOPLINE_MAX_INTERRUPTED_STEPS,
     fairness: {
-      maxConcurrentSessions: int('LOOPLINE_MAX_CONCURRENT_SESSIONS', defaultFairness.maxConcurrentSessions),
-      tokensPerMinute: int('LOOPLINE_TOKENS_PER_MINUTE', defaultFairness.tokensPerMinute),
-      slotTtlMs: int('LOOPLINE_SLOT_TTL_MS', defaultFairness.slotTtlMs),
-      slotRetryMs: int('LOOPLINE_SLOT_RETRY_MS', defaultFairness.slotRetryMs),
-      tokenWindowMs: int('LOOPLINE_TOKEN_WINDOW_MS', defaultFairness.tokenWindowMs),
-      batchPollMs: int('LOOPLINE_BATCH_POLL_MS', defaultFairness.batchPollMs),
+      maxConcurrentSessions: env.LOOPLINE_MAX_CONCURRENT_SESSIONS,
+      tokensPerMinute: env.LOOPLINE_TOKENS_PER_MINUTE,
+      slotTtlMs: env.LOOPLINE_SLOT_TTL_MS,
+      slotRetryMs: env.LOOPLINE_SLOT_RETRY_MS,
+      tokenWindowMs: env.LOOPLINE_TOKEN_WINDOW_MS,
+      batchPollMs: env.LOOPLINE_BATCH_POLL_MS,
     },
-    metrics: createWorkerMetrics(),
-    titles: !(env.LOOPLINE_DISABLE_TITLES === '1' || env.LOOPLINE_DISABLE_TITLES === 'true'),
+    metrics: createWorkerMetrics({ tenantLabels: env.LOOPLINE_METRICS_TENANT_LABELS }),
+    titles: !env.LOOPLINE_DISABLE_TITLES,
   };
 }
 
 async function main() {
-  const deps = depsFromEnv();
+  const env = workerConfigFromEnv(process.env);
+  const deps = depsFromEnv(env);
   await migrateWhenReady(deps.db, {
     onRetry: (err, attempt, waitMs) =>
       deps.logger.warn({ err, attempt, waitMs }, 'database not reachable at start, retrying'),
@@ -62,28 +64,31 @@ async function main() {
   const workers = startWorkers(deps, {
     ...defaultWorkerOptions,
     concurrency: {
-      step: int('WORKER_STEP_CONCURRENCY', 16),
-      compact: int('WORKER_COMPACT_CONCURRENCY', 4),
-      prune: int('WORKER_PRUNE_CONCURRENCY', 4),
-      background: int('WORKER_BACKGROUND_CONCURRENCY', 2),
-      title: int('WORKER_TITLE_CONCURRENCY', 2),
-      batch: int('WORKER_BATCH_CONCURRENCY', 2),
-      batchItem: int('WORKER_BATCH_ITEM_CONCURRENCY', 16),
+      step: env.WORKER_STEP_CONCURRENCY,
+      compact: env.WORKER_COMPACT_CONCURRENCY,
+      prune: env.WORKER_PRUNE_CONCURRENCY,
+      background: env.WORKER_BACKGROUND_CONCURRENCY,
+      title: env.WORKER_TITLE_CONCURRENCY,
+      batch: env.WORKER_BATCH_CONCURRENCY,
+      batchItem: env.WORKER_BATCH_ITEM_CONCURRENCY,
     },
-    jobLockMs: int('WORKER_JOB_LOCK_MS', defaultWorkerOptions.jobLockMs),
-    stalledIntervalMs: int('WORKER_STALLED_INTERVAL_MS', defaultWorkerOptions.stalledIntervalMs),
+    jobLockMs: env.WORKER_JOB_LOCK_MS,
+    stalledIntervalMs: env.WORKER_STALLED_INTERVAL_MS,
   });
   deps.logger.info({ queues: workers.map((w) => w.name) }, 'worker started');
   // Re-wakes sessions that lost their job and lock (reconcile.ts); LOOPLINE_RECONCILE_INTERVAL_MS=0: off.
-  const reconciler = await startReconciler(deps, reconcileOptionsFromEnv(env, deps.lockTtlMs));
-  // Prometheus: off unless WORKER_METRICS_PORT is set (metrics-server.ts).
-  const metricsPort = int('WORKER_METRICS_PORT', 0);
+  const reconciler = await startReconciler(
+    deps,
+    reconcileOptions(env.LOOPLINE_RECONCILE_INTERVAL_MS, env.LOOPLINE_RECONCILE_AFTER_MS, deps.lockTtlMs),
+  );
+  // Prometheus: off unless WORKER_METRICS_PORT is set; loopback unless WORKER_METRICS_HOST says
+  // otherwise (metrics-server.ts).
   const metricsServer =
-    metricsPort > 0 && deps.metrics
+    env.WORKER_METRICS_PORT > 0 && deps.metrics
       ? await startMetricsServer(deps.metrics, {
-          port: metricsPort,
-          host: env.WORKER_METRICS_HOST ?? '0.0.0.0',
-          token: env.WORKER_METRICS_TOKEN || undefined,
+          port: env.WORKER_METRICS_PORT,
+          host: env.WORKER_METRICS_HOST,
+          token: env.WORKER_METRICS_TOKEN,
         })
       : undefined;
   if (metricsServer) deps.logger.info({ url: `${metricsServer.url}/metrics` }, 'worker metrics listening');
@@ -104,4 +109,11 @@ async function main() {
   process.on('SIGINT', () => void stop('SIGINT'));
 }
 
-if (import.meta.main) await main();
+if (import.meta.main) {
+  main().catch((err: unknown) => {
+    // A configuration error is the operator's to fix: its message, not a stack.
+    const text = err instanceof ConfigError ? err.message : err instanceof Error ? err.stack : String(err);
+    process.stderr.write(`worker failed to start: ${text}\n`);
+    process.exit(1);
+  });
+}

@@ -4,12 +4,14 @@ import type { AddressInfo } from 'node:net';
 import type { WorkerMetrics } from './metrics.ts';
 
 // A small HTTP listener in the worker process for Prometheus (WORKER_METRICS_PORT, off by
-// default): GET /metrics (the worker's registry, metrics.ts) and GET /healthz. With a token
-// (WORKER_METRICS_TOKEN) /metrics wants `Authorization: Bearer <token>`; /healthz never does.
+// default): GET /metrics (the worker's registry, metrics.ts) and GET /healthz. It listens on
+// loopback unless told otherwise (WORKER_METRICS_HOST). With a token (WORKER_METRICS_TOKEN)
+// /metrics wants `Authorization: Bearer <token>`; /healthz never does.
 
 export interface MetricsServerOptions {
   /** 0 picks a free port (tests); main.ts does not start the listener at all for 0. */
   port: number;
+  /** Default 127.0.0.1: a scraper on another host needs WORKER_METRICS_HOST (and a token). */
   host?: string;
   token?: string | undefined;
 }
@@ -64,7 +66,7 @@ export async function startMetricsServer(
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(opts.port, opts.host ?? '0.0.0.0', () => {
+    server.listen(opts.port, opts.host ?? '127.0.0.1', () => {
       server.off('error', reject);
       resolve();
     });

@@ -9,9 +9,10 @@ import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client
 //
 //   loopline_job_duration_seconds{queue,outcome}         a session job, dequeue → end
 //   loopline_model_duration_seconds{model,purpose,outcome} one model request, request → finish
-//   loopline_tokens_in_total{tenant,model,purpose}        prompt tokens (cache reads/writes included)
-//   loopline_tokens_cached_total{tenant,model,purpose}    of which cache reads
-//   loopline_tokens_out_total{tenant,model,purpose}       output tokens (reasoning included)
+//   loopline_tokens_in_total{model,purpose}               prompt tokens (cache reads/writes included)
+//   loopline_tokens_cached_total{model,purpose}           of which cache reads
+//   loopline_tokens_out_total{model,purpose}              output tokens (reasoning included)
+//                        (+ a `tenant` label only with tenantLabels: one series per tenant × model)
 //   loopline_tool_calls_total{outcome}, loopline_tool_duration_seconds{outcome}
 //   loopline_compactions_total{rung,reason}               completed compactions
 //   loopline_prune_parts_total{purpose}, loopline_prune_saved_tokens_total{purpose}
@@ -53,6 +54,11 @@ export interface WorkerMetrics {
 export interface WorkerMetricsOptions {
   /** prom-client's process and Node.js metrics (default true). */
   defaultMetrics?: boolean;
+  /**
+   * `tenant` label on the token counters (default false; LOOPLINE_METRICS_TENANT_LABELS): a series
+   * per tenant, model and purpose, so only for a bounded number of tenants.
+   */
+  tenantLabels?: boolean;
 }
 
 const JOB_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
@@ -86,10 +92,15 @@ export function createWorkerMetrics(opts: WorkerMetricsOptions = {}): WorkerMetr
     buckets: MODEL_BUCKETS,
     registers,
   });
-  const tokenLabels = ['tenant', 'model', 'purpose'] as const;
+  const tenantLabels = opts.tenantLabels === true;
+  const tokenLabels = (tenantLabels ? ['tenant', 'model', 'purpose'] : ['model', 'purpose']) as unknown as [
+    'tenant',
+    'model',
+    'purpose',
+  ];
   const tokensIn = new Counter({
     name: 'loopline_tokens_in_total',
-    help: 'Prompt tokens reported by the provider (cache reads and writes included), by tenant',
+    help: 'Prompt tokens reported by the provider (cache reads and writes included)',
     labelNames: tokenLabels,
     registers,
   });
@@ -101,7 +112,7 @@ export function createWorkerMetrics(opts: WorkerMetricsOptions = {}): WorkerMetr
   });
   const tokensOut = new Counter({
     name: 'loopline_tokens_out_total',
-    help: 'Output tokens reported by the provider (reasoning included), by tenant',
+    help: 'Output tokens reported by the provider (reasoning included)',
     labelNames: tokenLabels,
     registers,
   });
@@ -183,7 +194,7 @@ export function createWorkerMetrics(opts: WorkerMetricsOptions = {}): WorkerMetr
       modelDuration.observe({ model, purpose, outcome: call.outcome }, call.seconds);
       const u = call.usage;
       if (!u) return;
-      const labels = { tenant: call.tenantId, model, purpose };
+      const labels = tenantLabels ? { tenant: call.tenantId, model, purpose } : { model, purpose };
       tokensIn.inc(labels, u.input + u.cache.read + u.cache.write);
       tokensCached.inc(labels, u.cache.read);
       tokensOut.inc(labels, u.output + u.reasoning);

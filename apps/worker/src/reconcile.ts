@@ -71,18 +71,12 @@ export interface ReconcileOptions {
   afterMs: number;
 }
 
-/** LOOPLINE_RECONCILE_INTERVAL_MS (30 s) and LOOPLINE_RECONCILE_AFTER_MS (2 × the lock TTL). */
-export function reconcileOptionsFromEnv(env: NodeJS.ProcessEnv, lockTtlMs: number): ReconcileOptions {
-  const num = (name: string, fallback: number) => {
-    const v = env[name];
-    if (v === undefined || v === '') return fallback;
-    const n = Number.parseInt(v, 10);
-    return Number.isFinite(n) && n >= 0 ? n : fallback;
-  };
-  return {
-    intervalMs: num('LOOPLINE_RECONCILE_INTERVAL_MS', 30_000),
-    afterMs: Math.max(1, num('LOOPLINE_RECONCILE_AFTER_MS', 2 * lockTtlMs)),
-  };
+/**
+ * LOOPLINE_RECONCILE_INTERVAL_MS (default 30 s; 0 = off) and LOOPLINE_RECONCILE_AFTER_MS (0 or
+ * unset: 2 × the lock TTL), as parsed by config.ts.
+ */
+export function reconcileOptions(intervalMs: number, afterMs: number, lockTtlMs: number): ReconcileOptions {
+  return { intervalMs, afterMs: Math.max(1, afterMs > 0 ? afterMs : 2 * lockTtlMs) };
 }
 
 /** The reconciler's job id for a session at a fence (ids never contain ':'). */

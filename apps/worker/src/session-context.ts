@@ -2,15 +2,20 @@ import {
   type AgentConfig,
   type ContextBudget,
   contextBudget,
-  estimateNextPrompt,
+  estimatePrompt,
   filterCompacted,
   findAnchor,
+  MESSAGE_FRAMING_TOKENS,
   type ModelLimits,
+  type PromptEstimate,
   queueView,
+  type RatioState,
+  type ResolvedCapabilities,
+  ratioState,
   type WithParts,
 } from '@loopline/core';
 import { getSession, latestCompletedCompaction, loadHistory, type SessionInfo } from '@loopline/db';
-import { limitsFor } from '@loopline/llm';
+import { agentLimits, capabilitiesFor, tokenizerFamily } from '@loopline/llm';
 import type { WorkerDeps } from './deps.ts';
 import { type RequestShape, requestShape } from './step/request.ts';
 
@@ -19,7 +24,7 @@ import { type RequestShape, requestShape } from './step/request.ts';
 // resolved, the request's fixed overhead and the next-prompt estimate. Read-only; the step,
 // prune, compaction and background jobs all measure with these same numbers.
 
-export type ResolvedAgent = AgentConfig & { limits: ModelLimits };
+export type ResolvedAgent = AgentConfig & { limits: ModelLimits; caps: ResolvedCapabilities };
 
 export interface SessionContext {
   session: SessionInfo;
@@ -30,13 +35,31 @@ export interface SessionContext {
   agent: ResolvedAgent;
   budget: ContextBudget;
   shape: RequestShape;
-  /** Provider-scale estimate of the next prompt (CONTEXT.md §2 point 1). */
+  /**
+   * Provider-scale estimate of the next prompt (CONTEXT.md §2 point 1), as the bound the checks
+   * use: the best guess plus the session's margin on the part tiktoken measured (`prompt.tokens`
+   * is the best guess alone).
+   */
   estimate: number;
+  prompt: PromptEstimate;
 }
 
-/** The agent's limits, else the model catalog's (resolved once per job). */
+/** The agent's limits and capabilities, else the model catalog's (resolved once per job). */
 export function resolveAgent(agent: AgentConfig): ResolvedAgent {
-  return { ...agent, limits: limitsFor(agent.model, agent.limits) };
+  return { ...agent, limits: agentLimits(agent), caps: capabilitiesFor(agent) };
+}
+
+/** The session's provider/tiktoken ratio with its margin (learned, else the model family's prior). */
+export function sessionRatio(
+  session: Pick<SessionInfo, 'tokenRatio' | 'tokenRatioWeight'>,
+  agent: AgentConfig,
+): RatioState {
+  return ratioState({
+    tokenRatio: session.tokenRatio,
+    tokenRatioWeight: session.tokenRatioWeight,
+    model: agent.model,
+    tokenizer: tokenizerFamily(agent),
+  });
 }
 
 export async function loadContext(
@@ -63,6 +86,7 @@ export async function contextOf(
   const view =
     agent.midRunMessages === 'queue' ? queueView(filterCompacted(history)).view : filterCompacted(history);
   const shape = await requestShape(deps, session, view);
+  const prompt = estimateOf(view, agent, session, shape.overheadTokens);
   return {
     session,
     history,
@@ -70,20 +94,24 @@ export async function contextOf(
     agent,
     budget: contextBudget(agent.limits, agent.compaction),
     shape,
-    estimate: estimateOf(view, agent, session, shape.overheadTokens),
+    estimate: prompt.bound,
+    prompt,
   };
 }
 
 export function estimateOf(
   view: WithParts[],
   agent: AgentConfig,
-  session: Pick<SessionInfo, 'tokenRatio'>,
+  session: Pick<SessionInfo, 'tokenRatio' | 'tokenRatioWeight'>,
   overhead: number,
-): number {
-  return estimateNextPrompt({
+): PromptEstimate {
+  const { ratio, margin } = sessionRatio(session, agent);
+  return estimatePrompt({
     anchor: findAnchor(view),
     messages: view,
-    ratio: session.tokenRatio ?? undefined,
+    ratio,
+    margin,
+    framing: MESSAGE_FRAMING_TOKENS,
     resendsReasoning: agent.resendsReasoning,
     model: agent.model,
     overhead,

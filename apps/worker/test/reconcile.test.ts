@@ -1,26 +1,37 @@
 import { describe, expect, it } from 'vitest';
-import { reconcileJobId, reconcileOptionsFromEnv, sessionOfJobId } from '../src/reconcile.ts';
+import { workerConfigFromEnv } from '../src/config.ts';
+import { reconcileJobId, reconcileOptions, sessionOfJobId } from '../src/reconcile.ts';
 
 // The reconciler's pure parts: its configuration, its job ids, and which session a job id is for.
 
-describe('reconcileOptionsFromEnv', () => {
+describe('reconcileOptions', () => {
   it('defaults to a 30 s period and 2 lock TTLs', () => {
-    expect(reconcileOptionsFromEnv({}, 15_000)).toEqual({ intervalMs: 30_000, afterMs: 30_000 });
+    const env = workerConfigFromEnv({});
+    expect(
+      reconcileOptions(env.LOOPLINE_RECONCILE_INTERVAL_MS, env.LOOPLINE_RECONCILE_AFTER_MS, 15_000),
+    ).toEqual({
+      intervalMs: 30_000,
+      afterMs: 30_000,
+    });
   });
 
-  it('reads LOOPLINE_RECONCILE_INTERVAL_MS (0: off) and LOOPLINE_RECONCILE_AFTER_MS, ignoring junk', () => {
+  it('reads LOOPLINE_RECONCILE_INTERVAL_MS (0: off) and LOOPLINE_RECONCILE_AFTER_MS; junk stops the worker', () => {
+    const env = workerConfigFromEnv({
+      LOOPLINE_RECONCILE_INTERVAL_MS: '0',
+      LOOPLINE_RECONCILE_AFTER_MS: '5s',
+    });
     expect(
-      reconcileOptionsFromEnv(
-        { LOOPLINE_RECONCILE_INTERVAL_MS: '0', LOOPLINE_RECONCILE_AFTER_MS: '5000' },
-        2000,
-      ),
-    ).toEqual({ intervalMs: 0, afterMs: 5000 });
-    expect(
-      reconcileOptionsFromEnv(
-        { LOOPLINE_RECONCILE_INTERVAL_MS: 'x', LOOPLINE_RECONCILE_AFTER_MS: '-1' },
-        2000,
-      ),
-    ).toEqual({ intervalMs: 30_000, afterMs: 4000 });
+      reconcileOptions(env.LOOPLINE_RECONCILE_INTERVAL_MS, env.LOOPLINE_RECONCILE_AFTER_MS, 2000),
+    ).toEqual({
+      intervalMs: 0,
+      afterMs: 5000,
+    });
+    expect(() => workerConfigFromEnv({ LOOPLINE_RECONCILE_INTERVAL_MS: 'x' })).toThrow(
+      /LOOPLINE_RECONCILE_INTERVAL_MS/,
+    );
+    expect(() => workerConfigFromEnv({ LOOPLINE_RECONCILE_AFTER_MS: '-1' })).toThrow(
+      /LOOPLINE_RECONCILE_AFTER_MS/,
+    );
   });
 });
 

@@ -45,3 +45,12 @@ describe('firstUserText', () => {
     expect(firstUserText([])).toBeUndefined();
   });
 });
+
+describe('cleanTitle keeps one sentence', () => {
+  it('cuts a reply that goes on after its title', () => {
+    expect(cleanTitle('Paris weekend weather. This conversation covers the forecast.')).toBe(
+      'Paris weekend weather',
+    );
+    expect(cleanTitle('Dr. Who fan theories')).toBe('Dr. Who fan theories');
+  });
+});

@@ -325,7 +325,7 @@ export interface paths {
         put?: never;
         /**
          * Append a user message and wake the session
-         * @description Returns 202 once the message is stored and the session woken. With an Idempotency-Key, a retry with the same body returns the first response and writes nothing; the same key with another body is 409. A message that arrives while the session runs is marked midRun (steered into the current turn, or queued, per the agent). With `Prefer: wait=N` (seconds, at most 120) the answer waits for the turn: 200 with the finished turn (the assistant messages and their text) when it ends within N seconds, else the usual 202 (follow the events or poll the session).
+         * @description Returns 202 once the message is stored and the session woken. With an Idempotency-Key, a retry with the same body returns the first response and writes nothing; the same key with another body is 409. A message that arrives while the session runs is marked midRun (steered into the current turn, or queued, per the agent). A message too large for the agent's window to ever hold (beside its system prompt) is refused with 413 input_too_large and not stored. With `Prefer: wait=N` (seconds, at most 120) the answer waits for the turn: 200 with the finished turn (the assistant messages and their text) when it ends within N seconds, else the usual 202 (follow the events or poll the session).
          */
         post: operations["sendMessage"];
         delete?: never;
@@ -343,7 +343,7 @@ export interface paths {
         };
         /**
          * Server-Sent Events of the session (resumable with Last-Event-ID)
-         * @description Without Last-Event-ID or ?after= the stream starts at the oldest retained event; ?after=$ starts after the newest. A `: heartbeat` comment is sent after 15 s without events.
+         * @description Without Last-Event-ID or ?after= the stream starts at the oldest retained event; ?after=$ starts after the newest. A `: heartbeat` comment is sent after 15 s without events. Open streams are capped per API key and per tenant: 429 `rate_limited` past the cap.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -365,7 +365,7 @@ export interface paths {
         put?: never;
         /**
          * Compact the session now (optional extra instructions for the summary)
-         * @description Returns 202 with the compaction message; 409 while the session is compacting.
+         * @description Returns 202 with the compaction message; 409 while the session is compacting. It runs at the next step boundary: on an idle session it leaves the session idle; during a turn (running, or waiting on a client tool) the turn continues afterwards (continue message), and tool results sent meanwhile are read by the model. With nothing new to summarise, or a result that would not shrink the context, it is a no-op: recorded (status noop, CompactionNoopError), nothing changed.
          */
         post: operations["compactSession"];
         delete?: never;
@@ -405,7 +405,7 @@ export interface paths {
         put?: never;
         /**
          * Revert to a message: hide it and everything after it from the model
-         * @description The rows stay in the log (view=log shows them with reverted: true); the model view no longer has them, across any number of compaction points: compactions after the revert point stop being boundaries. Reverting to a summary, or to input that arrived while a compaction ran, takes that whole compaction point with it (fromSeq is then its compaction message). Refused with 409 session_busy unless the session is idle or error (an error status becomes idle). Reverting again to a hidden message hides only what was added since (0 when nothing was). New input is appended after the revert.
+         * @description The rows stay in the log (view=log shows them with reverted: true); the model view no longer has them, across any number of compaction points: compactions after the revert point stop being boundaries. Reverting to a summary, or to input that arrived while a compaction ran, takes that whole compaction point with it (fromSeq is then its compaction message). Refused with 409 session_busy unless the session is idle or error (an error status becomes idle), and with 409 conflict for a message that is already reverted (it would hide the live history written since). New input is appended after the revert.
          */
         post: operations["revertSession"];
         delete?: never;
@@ -623,7 +623,7 @@ export interface paths {
         };
         /**
          * The session inspector page (operator)
-         * @description Open /admin/inspector?token=<operator token> once in a browser: the token is traded for an HttpOnly cookie scoped to the inspector. Also accepts the operator token as a bearer token.
+         * @description Sign in at /admin/login (or open /admin/inspector?token=<operator token> once) for a signed, expiring HttpOnly cookie; also accepts the operator token as a bearer token.
          */
         get: operations["getInspectorPage"];
         put?: never;
@@ -708,10 +708,12 @@ export interface components {
              *       "tailTurns": 2,
              *       "extraContext": [],
              *       "maxIterations": 3,
+             *       "maxCompactionsPerTurn": 0,
              *       "growthMargin": 0.1,
              *       "protectedTools": [
              *         "skill"
-             *       ]
+             *       ],
+             *       "pruneProtectSteps": 3
              *     }
              */
             compaction: {
@@ -734,6 +736,8 @@ export interface components {
                 model?: string;
                 /** @default 3 */
                 maxIterations: number;
+                /** @default 0 */
+                maxCompactionsPerTurn: number;
                 /** @default 0.1 */
                 growthMargin: number;
                 /**
@@ -742,6 +746,8 @@ export interface components {
                  *     ]
                  */
                 protectedTools: string[];
+                /** @default 3 */
+                pruneProtectSteps: number;
                 pruneProtect?: number;
                 pruneMinimum?: number;
             };
@@ -750,6 +756,7 @@ export interface components {
              *       "maxLines": 2000,
              *       "maxBytes": 51200,
              *       "direction": "head",
+             *       "windowShare": 0.25,
              *       "retentionDays": 30
              *     }
              */
@@ -763,11 +770,25 @@ export interface components {
                  * @enum {string}
                  */
                 direction: "head" | "tail";
+                /** @default 0.25 */
+                windowShare: number;
                 /** @default 30 */
                 retentionDays: number;
             };
             /** @default false */
             resendsReasoning: boolean;
+            /** @enum {string} */
+            server?: "openai" | "vllm" | "llamacpp" | "ollama" | "lmstudio" | "tgi" | "generic";
+            capabilities?: {
+                /** @enum {string} */
+                tools?: "auto" | "none";
+                usageInStream?: boolean;
+                strictAlternation?: boolean;
+                systemRole?: boolean;
+                maxOutput?: number;
+            };
+            /** @enum {string} */
+            tokenizer?: "openai" | "claude" | "gemini" | "llama" | "deepseek" | "qwen" | "mistral";
             titleModel?: string;
         };
         /**
@@ -796,15 +817,18 @@ export interface components {
          *           "tailTurns": 2,
          *           "extraContext": [],
          *           "maxIterations": 3,
+         *           "maxCompactionsPerTurn": 0,
          *           "growthMargin": 0.1,
          *           "protectedTools": [
          *             "skill"
-         *           ]
+         *           ],
+         *           "pruneProtectSteps": 3
          *         },
          *         "toolOutput": {
          *           "maxLines": 2000,
          *           "maxBytes": 51200,
          *           "direction": "head",
+         *           "windowShare": 0.25,
          *           "retentionDays": 30
          *         },
          *         "resendsReasoning": false
@@ -852,15 +876,18 @@ export interface components {
          *               "tailTurns": 2,
          *               "extraContext": [],
          *               "maxIterations": 3,
+         *               "maxCompactionsPerTurn": 0,
          *               "growthMargin": 0.1,
          *               "protectedTools": [
          *                 "skill"
-         *               ]
+         *               ],
+         *               "pruneProtectSteps": 3
          *             },
          *             "toolOutput": {
          *               "maxLines": 2000,
          *               "maxBytes": 51200,
          *               "direction": "head",
+         *               "windowShare": 0.25,
          *               "retentionDays": 30
          *             },
          *             "resendsReasoning": false
@@ -1154,7 +1181,9 @@ export interface components {
             tailStartId?: string;
             instructions?: string;
             iteration?: number;
+            streak?: number;
             background?: boolean;
+            noop?: boolean;
         } | {
             id: string;
             sessionId: string;
@@ -1199,12 +1228,18 @@ export interface components {
             messageId: string;
             /** @description The summary it produced (null until it completed) */
             summaryMessageId: string | null;
-            /** @description Why it ran: auto (the loop's overflow check), manual (POST …/compact), overflow (a request too large) */
-            reason: string;
-            /** @description The ladder rung that produced the summary (LLM summary … structural) */
+            /**
+             * @description Why it ran: auto (the loop's overflow check), manual (POST …/compact), overflow (a request too large), background (an idle session above the background threshold)
+             * @enum {string}
+             */
+            reason: "auto" | "manual" | "overflow" | "background";
+            /** @description The ladder rung that produced the summary: summary, summary-no-tail, chunked (map then merge) or structural (no LLM) */
             rung: string | null;
-            /** @enum {string} */
-            status: "running" | "completed" | "failed";
+            /**
+             * @description noop: nothing new to summarise, or the result would not have shrunk the context; nothing was changed
+             * @enum {string}
+             */
+            status: "running" | "completed" | "failed" | "noop";
             tokensBefore: number | null;
             tokensAfter: number | null;
             /** @description Messages the summary replaced */
@@ -1216,8 +1251,11 @@ export interface components {
             /** @description ISO 8601 timestamp */
             startedAt: string;
             finishedAt: string | null;
+            /** @description Wall time of the run, from start to commit */
             durationMs: number | null;
-            /** @description Why a failed run failed */
+            /** @description Model requests the compaction made: retries, every chunk and the merge of a chunked one */
+            requests: number | null;
+            /** @description Why a failed run failed, or why a noop changed nothing */
             error: components["schemas"]["ErrorData"] | null;
             /** @description Its compaction message was hidden by a revert: it is no longer a boundary */
             reverted: boolean;
@@ -1610,6 +1648,7 @@ export interface components {
          *           "startedAt": "2026-05-01T10:02:03.000Z",
          *           "finishedAt": "2026-05-01T10:02:17.500Z",
          *           "durationMs": 14500,
+         *           "requests": 1,
          *           "error": null,
          *           "reverted": false
          *         }
@@ -1671,6 +1710,33 @@ export interface components {
             } | null;
             /** @description Every compaction run, oldest first, reverted ones marked */
             compactions: components["schemas"]["CompactionRecord"][];
+            /** @description The session's provider-to-tiktoken ratio (carried across compactions) */
+            ratio: {
+                /** @description Provider tokens per tiktoken token: learned from reports, else the prior */
+                value: number;
+                learned: boolean;
+                /** @description tiktoken tokens of the reports it was learned from */
+                weight: number;
+                /** @description Relative margin the fit and overflow checks add to the tiktoken-measured part */
+                margin: number;
+            };
+            /** @description Per model step, oldest first: the pre-call estimate beside the prompt the provider reported */
+            estimates: {
+                step: number;
+                messageId: string | null;
+                outcome: string | null;
+                /** @description Best guess of the prompt, provider tokens */
+                estimate: number;
+                /** @description With the margin: what the checks used */
+                bound: number;
+                /** @description Built on the previous report; false = tiktoken × ratio alone (also: no usage reported) */
+                anchored: boolean;
+                ratio: number;
+                /** @description Prompt tokens the provider reported (input + cache); null or 0 when it reported none */
+                reported: number | null;
+                /** @description (estimate − reported) / reported × 100, one decimal; null without a report */
+                errorPercent: number | null;
+            }[];
         };
         /**
          * @description What the revert hid, and the session after it
@@ -2446,10 +2512,12 @@ export interface operations {
                      *       "tailTurns": 2,
                      *       "extraContext": [],
                      *       "maxIterations": 3,
+                     *       "maxCompactionsPerTurn": 0,
                      *       "growthMargin": 0.1,
                      *       "protectedTools": [
                      *         "skill"
-                     *       ]
+                     *       ],
+                     *       "pruneProtectSteps": 3
                      *     }
                      */
                     compaction?: {
@@ -2472,6 +2540,8 @@ export interface operations {
                         model?: string;
                         /** @default 3 */
                         maxIterations?: number;
+                        /** @default 0 */
+                        maxCompactionsPerTurn?: number;
                         /** @default 0.1 */
                         growthMargin?: number;
                         /**
@@ -2480,6 +2550,8 @@ export interface operations {
                          *     ]
                          */
                         protectedTools?: string[];
+                        /** @default 3 */
+                        pruneProtectSteps?: number;
                         pruneProtect?: number;
                         pruneMinimum?: number;
                     };
@@ -2488,6 +2560,7 @@ export interface operations {
                      *       "maxLines": 2000,
                      *       "maxBytes": 51200,
                      *       "direction": "head",
+                     *       "windowShare": 0.25,
                      *       "retentionDays": 30
                      *     }
                      */
@@ -2501,11 +2574,25 @@ export interface operations {
                          * @enum {string}
                          */
                         direction?: "head" | "tail";
+                        /** @default 0.25 */
+                        windowShare?: number;
                         /** @default 30 */
                         retentionDays?: number;
                     };
                     /** @default false */
                     resendsReasoning?: boolean;
+                    /** @enum {string} */
+                    server?: "openai" | "vllm" | "llamacpp" | "ollama" | "lmstudio" | "tgi" | "generic";
+                    capabilities?: {
+                        /** @enum {string} */
+                        tools?: "auto" | "none";
+                        usageInStream?: boolean;
+                        strictAlternation?: boolean;
+                        systemRole?: boolean;
+                        maxOutput?: number;
+                    };
+                    /** @enum {string} */
+                    tokenizer?: "openai" | "claude" | "gemini" | "llama" | "deepseek" | "qwen" | "mistral";
                     titleModel?: string;
                 };
             };
@@ -3076,8 +3163,10 @@ export interface operations {
                             extraContext?: string[];
                             model?: string;
                             maxIterations?: number;
+                            maxCompactionsPerTurn?: number;
                             growthMargin?: number;
                             protectedTools?: string[];
+                            pruneProtectSteps?: number;
                             pruneProtect?: number;
                             pruneMinimum?: number;
                         };
@@ -3086,6 +3175,7 @@ export interface operations {
                             maxBytes?: number;
                             /** @enum {string} */
                             direction?: "head" | "tail";
+                            windowShare?: number;
                             retentionDays?: number;
                         };
                         resendsReasoning?: boolean;

@@ -17,9 +17,12 @@ export const ERROR_CODES = {
   APIError: 'The model provider returned an error.',
   AbortedError: 'The step was aborted.',
   StepInterruptedError: 'The worker running this step stopped before it finished; the step was closed.',
-  MaxCompactionReachedError: 'Too many compactions in one user turn; the session stopped to avoid a loop.',
+  MaxCompactionReachedError:
+    'Too many compactions without progress (or over the per-turn cap); the session stopped to avoid a loop.',
   CompactionError: 'Compaction could not bring the context under the trigger.',
   SummaryGenerationError: 'The summary model failed; a cheaper compaction rung was used.',
+  CompactionNoopError:
+    'The compaction found nothing new to summarise, or its result would not have shrunk the context; nothing changed.',
   MaxStepsReachedError: 'The agent reached its step limit for this turn.',
   MaxInterruptionsReachedError:
     'Too many steps in a row were interrupted (their worker died or lost its lock); the session stopped.',

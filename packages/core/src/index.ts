@@ -13,8 +13,10 @@
 //   fence       the token bumped by each new lock holder and checked by every PostgreSQL write.
 
 export * from './config.ts';
+export * from './env.ts';
 export * from './errors.ts';
 export * from './ids.ts';
+export * from './redact.ts';
 export * from './schema/event.ts';
 export * from './schema/message.ts';
 export * from './schema/part.ts';
@@ -23,13 +25,16 @@ export * from './schema/tool.ts';
 export * from './schema/usage.ts';
 
 // Context-management policy (CONTEXT.md), pure functions over the log.
+export * from './session/alternation.ts';
 export * from './session/compaction.ts';
 export * from './session/compaction-range.ts';
 export * from './session/control.ts';
 export * from './session/estimate.ts';
 export * from './session/gauge.ts';
 export * from './session/history.ts';
+export * from './session/input-fit.ts';
 export * from './session/loop.ts';
+export * from './session/loop-guard.ts';
 export * from './session/model-message.ts';
 export * from './session/overflow.ts';
 export * from './session/placeholders.ts';
@@ -43,6 +48,7 @@ export * from './session/tail.ts';
 export * from './session/task.ts';
 export * from './session/to-model-messages.ts';
 export * from './session/tokens.ts';
+export * from './session/tool-pairs.ts';
 export * from './session/tool-result.ts';
 export * from './session/truncate.ts';
 export * from './session/turn.ts';

@@ -69,7 +69,13 @@ export function summary(text: string, parentId: string, info: Partial<AssistantM
 
 /** A compaction user message. */
 export function compaction(
-  extra: { auto?: boolean; overflow?: boolean; tailStartId?: string; iteration?: number } = {},
+  extra: {
+    auto?: boolean;
+    overflow?: boolean;
+    tailStartId?: string;
+    iteration?: number;
+    streak?: number;
+  } = {},
   info: Partial<UserMessage> = {},
 ): WithParts {
   return user([p.compaction(extra)], { synthetic: true, ...info });
@@ -140,7 +146,13 @@ export const p = {
   stepStart: (): PartInit => ({ type: 'step-start', tokens: 0 }),
   stepFinish: (u: Usage): PartInit => ({ type: 'step-finish', reason: 'stop', usage: u, tokens: 0 }),
   compaction: (
-    extra: { auto?: boolean; overflow?: boolean; tailStartId?: string; iteration?: number } = {},
+    extra: {
+      auto?: boolean;
+      overflow?: boolean;
+      tailStartId?: string;
+      iteration?: number;
+      streak?: number;
+    } = {},
   ): PartInit => ({
     type: 'compaction',
     auto: true,

@@ -10,7 +10,7 @@ import {
 } from '../src/session/compaction.ts';
 import { filterCompacted } from '../src/session/history.ts';
 import { CONTINUE_TEXT } from '../src/session/placeholders.ts';
-import { resourcesOf, structuralSummary } from '../src/session/structural-summary.ts';
+import { excerpt, resourcesOf, structuralSummary } from '../src/session/structural-summary.ts';
 import {
   buildMergePrompt,
   buildSummaryPrompt,
@@ -199,7 +199,9 @@ describe('structuralSummary', () => {
     expect(md).toMatch(/^# Conversation from 1970-01-01T00:00:03.000Z to 1970-01-01T00:00:06.000Z/);
     expect(md).toContain('Messages u3 … u6 (seq 3–6, 4 messages).');
     expect(md).toContain('## Earlier state\nEARLIER');
-    expect(md).toContain('## User requests\n- please fix the build\n- now run the tests and report');
+    // Earlier requests are listed; the last one is quoted once, in its own section.
+    expect(md).toContain('## User requests\n- please fix the build\n\n');
+    expect(md.split('now run the tests').length - 1).toBe(1);
     expect(md).toContain('- `bash` pnpm tsc -p ./tsconfig.json → ok: error TS2307: cannot find module more');
     expect(md).toContain('- `edit` src/index.ts → error: no match');
     expect(md).toContain('## Files and resources\n- ./tsconfig.json (bash)\n- src/index.ts (read, edit)');
@@ -214,14 +216,19 @@ describe('structuralSummary', () => {
       msgs.push(assistant([p.tool('ls', `out ${i}`, { input: { dir: `d${i}` } })]));
     }
     const md = structuralSummary(msgs);
-    expect(md).toContain('(40 earlier requests omitted)');
+    expect(md).toContain('(39 earlier requests omitted)');
     expect(md).toContain('(10 earlier actions omitted)');
     expect(md).toContain('- d49 (ls)');
     expect(structuralSummary([])).toBe('# Conversation');
   });
 
-  it('caps a long last request and names a request without text', () => {
-    expect(structuralSummary([user('x'.repeat(3_000))])).toContain(`${'x'.repeat(2_000)}…`);
+  it('quotes a bounded excerpt of a long last request, once, and names a request without text', () => {
+    const long = `${'a'.repeat(2_000)}${'z'.repeat(1_000)}`;
+    const md = structuralSummary([user('short first'), user(long)]);
+    expect(md).toContain(`${'a'.repeat(700)}\n… [2000 characters omitted] …\n${'z'.repeat(300)}`);
+    expect(md.length).toBeLessThan(long.length);
+    expect(md.split('a'.repeat(700)).length - 1).toBe(1);
+    expect(excerpt('short', 10)).toBe('short');
     expect(structuralSummary([user([p.file('image/png', 'u')])])).toContain(
       '## Last user request\n(no text)',
     );

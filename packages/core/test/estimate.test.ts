@@ -1,5 +1,15 @@
 import { beforeEach, describe, expect, it } from 'vitest';
-import { estimateNextPrompt, familyPrior, findAnchor, learnRatio } from '../src/session/estimate.ts';
+import {
+  estimateNextPrompt,
+  estimatePrompt,
+  familyPrior,
+  findAnchor,
+  learnRatio,
+  RATIO_WEIGHT_CAP,
+  ratioState,
+  UNKNOWN_FAMILY_PRIOR,
+  UNKNOWN_PRIOR_MARGIN,
+} from '../src/session/estimate.ts';
 import { filterCompacted } from '../src/session/history.ts';
 import { assistant, compaction, p, reset, summary, usage, user } from './build.ts';
 
@@ -127,16 +137,45 @@ describe('familyPrior', () => {
 });
 
 describe('learnRatio', () => {
-  it('moves towards the observed ratio', () => {
-    expect(learnRatio(1, 12_000, 10_000)).toBeCloseTo(1.06);
-    let r = 1;
-    for (let i = 0; i < 30; i++) r = learnRatio(r, 12_500, 10_000);
-    expect(r).toBeCloseTo(1.25, 3);
+  it('takes the first report whatever its size, then averages by size', () => {
+    expect(learnRatio({ ratio: 1.5, weight: 0 }, 360, 200)).toEqual({ ratio: 1.8, weight: 200 });
+    const next = learnRatio({ ratio: 1.8, weight: 200 }, 12_000, 10_000);
+    expect(next.ratio).toBeCloseTo((1.8 * 200 + 1.2 * 10_000) / 10_200);
+    expect(next.weight).toBe(10_200);
   });
 
-  it('ignores tiny or empty samples and clamps outliers', () => {
-    expect(learnRatio(1.1, 900, 500)).toBe(1.1);
-    expect(learnRatio(1.1, 0, 5_000)).toBe(1.1);
-    expect(learnRatio(1, 100_000, 5_000)).toBeCloseTo(1 + 0.3 * 2);
+  it('ignores empty samples, clamps outliers and caps the weight', () => {
+    expect(learnRatio({ ratio: 1.1, weight: 500 }, 0, 5_000)).toEqual({ ratio: 1.1, weight: 500 });
+    expect(learnRatio({ ratio: 1, weight: 0 }, 100_000, 5_000).ratio).toBe(4);
+    expect(learnRatio({ ratio: 1, weight: 49_000 }, 10_000, 10_000).weight).toBe(RATIO_WEIGHT_CAP);
+  });
+});
+
+describe('ratioState', () => {
+  it('uses a conservative prior and margin for unknown families, a small margin once learned', () => {
+    const unknown = ratioState({ model: 'compatible/tinyllm-q4' });
+    expect(unknown).toEqual({ ratio: UNKNOWN_FAMILY_PRIOR, weight: 0, margin: UNKNOWN_PRIOR_MARGIN });
+    expect(ratioState({ model: 'compatible/tinyllm-q4', tokenizer: 'claude' }).ratio).toBe(1.25);
+    const learned = ratioState({ model: 'compatible/x', tokenRatio: 1.8, tokenRatioWeight: 200 });
+    expect(learned.ratio).toBe(1.8);
+    expect(learned.margin).toBeLessThan(0.1);
+    const more = ratioState({ model: 'compatible/x', tokenRatio: 1.8, tokenRatioWeight: 20_000 });
+    expect(more.margin).toBeLessThan(learned.margin);
+    // A prior is never taken for a learned ratio.
+    expect(ratioState({ model: 'compatible/x', tokenRatio: 1.8, tokenRatioWeight: 0 }).weight).toBe(0);
+  });
+});
+
+describe('estimatePrompt', () => {
+  it('adds framing per message and the margin to the bound only', () => {
+    const msgs = [user([p.text('x', { tokens: 1_000 })])];
+    const e = estimatePrompt({
+      messages: msgs,
+      resendsReasoning: false,
+      ratio: 1.5,
+      margin: 0.5,
+      framing: 4,
+    });
+    expect(e).toEqual({ tokens: 1_506, bound: 2_259, anchored: false, ratio: 1.5, margin: 0.5 });
   });
 });

@@ -39,8 +39,15 @@ function session() {
   ];
 }
 
+// The session has three steps; protecting only the newest keeps bash's 50k output prunable.
 const gauge = (input: Partial<GaugeInput> = {}) =>
-  contextGauge({ messages: session(), limits, ratio: 1, ...input });
+  contextGauge({
+    messages: session(),
+    limits,
+    ratio: 1,
+    ...input,
+    compaction: { pruneProtectSteps: 1, ...input.compaction },
+  });
 
 describe('contextGauge', () => {
   it('matches hand-computed numbers below the background threshold', () => {
@@ -114,8 +121,11 @@ describe('contextGauge', () => {
   it('passes the prune settings of the config on', () => {
     const g = gauge({ compaction: { protectedTools: ['bash'] } });
     expect(g.pruneWouldFree).toEqual({ parts: 0, tokens: 0 });
+    // Protecting 500 tokens only: read's 1,000 passes it too.
     const lower = gauge({ compaction: { pruneProtect: 500, pruneMinimum: 100 } });
-    expect(lower.pruneWouldFree.parts).toBe(1);
+    expect(lower.pruneWouldFree.parts).toBe(2);
+    // Protecting all three steps leaves nothing to prune.
+    expect(gauge({ compaction: { pruneProtectSteps: 3 } }).pruneWouldFree.parts).toBe(0);
     const higher = gauge({ compaction: { pruneMinimum: 60_000 } });
     expect(higher.pruneWouldFree.parts).toBe(0);
   });
@@ -178,7 +188,13 @@ describe('contextGauge', () => {
 
   it('reports a pending compaction, and sizes the summary from what precedes it', () => {
     const messages = [...session(), compaction()];
-    const g = contextGauge({ messages, limits, ratio: 1, overhead: 80_000 });
+    const g = contextGauge({
+      messages,
+      limits,
+      ratio: 1,
+      overhead: 80_000,
+      compaction: { pruneProtectSteps: 1 },
+    });
     expect(g.suggestion.shouldCompact).toBe(false);
     expect(g.suggestion.reason).toBe('A compaction is already pending; it runs before the next model call.');
     expect(g.suggestion.estimatedSavings).toBe(50_017);

@@ -2,6 +2,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { AgentConfig, type AgentConfigInput, type RuntimeFlags } from '../src/config.ts';
 import { filterCompacted } from '../src/session/history.ts';
 import { type DecideInput, decide } from '../src/session/loop.ts';
+import { compactionsInARow, compactionVerdict } from '../src/session/loop-guard.ts';
 import { compactionsThisTurn, pendingCompaction, turnOf } from '../src/session/turn.ts';
 import { assistant, compaction, ids, p, reset, summary, user } from './build.ts';
 
@@ -117,6 +118,7 @@ describe('decide: compaction', () => {
       type: 'create-compaction',
       overflow: false,
       iteration: 1,
+      streak: 1,
     });
     expect(run(msgs, { estimate: 67_999 }).type).toBe('call');
   });
@@ -126,6 +128,7 @@ describe('decide: compaction', () => {
       type: 'create-compaction',
       overflow: true,
       iteration: 1,
+      streak: 1,
     });
   });
 
@@ -148,7 +151,7 @@ describe('decide: compaction', () => {
     expect(at(69_000, 68_000).type).toBe('create-compaction');
   });
 
-  it('fails with MaxCompactionReachedError after maxIterations compactions in one turn', () => {
+  it('fails with MaxCompactionReachedError after maxIterations compactions in a row without progress', () => {
     const log = [
       user('do it', { id: 'u1' }),
       compaction({}, { id: 'c1' }),
@@ -157,24 +160,114 @@ describe('decide: compaction', () => {
       summary('S2', 'c2'),
       compaction({}, { id: 'c3' }),
       summary('S3', 'c3'),
-      assistant([p.tool('read', 'x')], { finish: 'tool-calls' }),
+      user('Continue', { synthetic: true }),
     ];
     const action = run(log, { estimate: 90_000 });
-    expect(action).toMatchObject({ type: 'fail', error: { name: 'MaxCompactionReachedError' } });
+    expect(action).toMatchObject({
+      type: 'fail',
+      error: { name: 'MaxCompactionReachedError', data: { compactions: 3, limit: 'maxIterations' } },
+    });
   });
 
-  it('counts the turn across a boundary that cut its first message (iteration)', () => {
+  it('lets a long turn compact again and again as long as each compaction is followed by a completed step', () => {
+    const log: ReturnType<typeof user>[] = [user('a long task', { id: 'u1' })];
+    for (let i = 1; i <= 6; i++) {
+      log.push(compaction({ iteration: i, streak: 1 }, { id: `c${i}` }), summary(`S${i}`, `c${i}`));
+      log.push(user('Continue', { synthetic: true }));
+      log.push(assistant([p.tool('bash', 'out')], { finish: 'tool-calls' }));
+    }
+    expect(run(filterCompacted(log), { estimate: 90_000 })).toEqual({
+      type: 'create-compaction',
+      overflow: false,
+      iteration: 7,
+      streak: 1,
+    });
+  });
+
+  it('does not count interrupted, failed or rejected steps as progress', () => {
+    const log = [
+      user('do it', { id: 'u1' }),
+      assistant([p.tool('bash', 'out')], { finish: 'tool-calls' }),
+      compaction({ streak: 1 }, { id: 'c1' }),
+      summary('S1', 'c1'),
+      assistant('half', { finish: 'interrupted', error: { name: 'StepInterruptedError', message: 'x' } }),
+      compaction({ streak: 2 }, { id: 'c2' }),
+      summary('S2', 'c2'),
+      assistant('', { finish: 'error', error: { name: 'ContextOverflowError', message: 'too long' } }),
+    ];
+    expect(compactionsInARow(log)).toBe(2);
+    const c = agent().compaction;
+    expect(compactionVerdict({ messages: filterCompacted(log), compaction: c })).toMatchObject({
+      type: 'create-compaction',
+      streak: 3,
+    });
+    const three = [...log, compaction({ streak: 3 }, { id: 'c3' }), summary('S3', 'c3')];
+    expect(compactionVerdict({ messages: filterCompacted(three), compaction: c })).toMatchObject({
+      type: 'fail',
+    });
+  });
+
+  it('counts the streak across a boundary that cut the earlier compactions out of view', () => {
     const view = filterCompacted([
       user('do it', { id: 'u1' }),
-      compaction({ iteration: 3 }, { id: 'c3' }),
+      compaction({ iteration: 3, streak: 3 }, { id: 'c3' }),
       summary('S3', 'c3'),
-      assistant([p.tool('read', 'x')], { finish: 'tool-calls' }),
+      user('Continue', { synthetic: true }),
     ]);
+    expect(compactionsInARow(view)).toBe(3);
     expect(compactionsThisTurn(view)).toBe(3);
     expect(run(view, { estimate: 90_000 })).toMatchObject({
       type: 'fail',
       error: { name: 'MaxCompactionReachedError' },
     });
+  });
+
+  it('caps compactions per user turn only when maxCompactionsPerTurn is set', () => {
+    const view = filterCompacted([
+      user('do it', { id: 'u1' }),
+      compaction({ iteration: 4, streak: 1 }, { id: 'c4' }),
+      summary('S4', 'c4'),
+      assistant([p.tool('read', 'x')], { finish: 'tool-calls' }),
+    ]);
+    expect(run(view, { estimate: 90_000 })).toMatchObject({ type: 'create-compaction', iteration: 5 });
+    const capped = agent({ compaction: { maxCompactionsPerTurn: 4 } });
+    expect(
+      decide({ messages: view, agent: capped, flags, stepsThisTurn: 1, estimate: 90_000 }),
+    ).toMatchObject({
+      type: 'fail',
+      error: { name: 'MaxCompactionReachedError', data: { compactions: 4, limit: 'maxCompactionsPerTurn' } },
+    });
+    // A new user turn starts a new count.
+    const next = [...view, assistant('done'), user('next', { id: 'u9' })];
+    expect(
+      decide({ messages: next, agent: capped, flags, stepsThisTurn: 0, estimate: 90_000 }),
+    ).toMatchObject({ type: 'create-compaction', iteration: 1 });
+  });
+
+  it('ends the turn with ContextOverflowError when the system prompt and tools alone reach the trigger', () => {
+    const msgs = [user('hi')];
+    expect(run(msgs, { estimate: 90_000, overhead: 70_000 })).toMatchObject({
+      type: 'fail',
+      error: { name: 'ContextOverflowError', data: { overhead: 70_000, trigger: 68_000 } },
+    });
+    expect(run(msgs, { estimate: 90_000, overhead: 10_000 }).type).toBe('create-compaction');
+  });
+
+  it('the provider-rejection path uses the same verdict', () => {
+    const log = [
+      user('do it', { id: 'u1' }),
+      assistant('', { finish: 'error', error: { name: 'ContextOverflowError', message: 'too long' } }),
+    ];
+    const c = agent().compaction;
+    expect(compactionVerdict({ messages: log, compaction: c, rejected: true })).toEqual({
+      type: 'create-compaction',
+      overflow: true,
+      iteration: 1,
+      streak: 1,
+    });
+    expect(
+      compactionVerdict({ messages: log, compaction: { ...c, auto: false }, rejected: true }),
+    ).toMatchObject({ type: 'fail', error: { name: 'ContextOverflowError' } });
   });
 
   it('with automatic compaction off, calls below the window and fails above it', () => {

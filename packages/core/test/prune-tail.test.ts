@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { filterCompacted } from '../src/session/history.ts';
-import { planPrune } from '../src/session/prune.ts';
+import { planPrune, pruneDefaults, pruneOptions } from '../src/session/prune.ts';
 import { defaultTailBudget, selectTail } from '../src/session/tail.ts';
 import { assistant, compaction, ids, p, reset, summary, toolPart, user } from './build.ts';
 
@@ -10,31 +10,48 @@ const out = (tool: string, tokens: number, extra: { compacted?: number } = {}) =
   p.tool(tool, 'output', { outputTokens: tokens, tokens: tokens + 10, ...extra });
 
 describe('planPrune', () => {
-  it('marks a 50k-token output three user turns back', () => {
+  it('marks a 50k-token output older than the three newest steps', () => {
     const old = assistant([out('bash', 50_000)]);
     const msgs = [
       user('one'),
       old,
-      user('two'),
       assistant([out('read', 1_000)]),
-      user('three'),
+      assistant([out('read', 1_000)]),
+      user('two'),
       assistant('done'),
     ];
     expect(planPrune(msgs)).toEqual({ partIds: [toolPart(old).id], tokens: 50_000 });
   });
 
-  it('never touches the two newest user turns', () => {
+  it('never touches the outputs of the newest pruneProtectSteps assistant messages', () => {
     const msgs = [
       user('one'),
       assistant([out('bash', 90_000)]),
-      user('two'),
+      assistant([out('bash', 90_000)]),
       assistant([out('bash', 90_000)]),
     ];
     expect(planPrune(msgs)).toEqual({ partIds: [], tokens: 0 });
+    expect(planPrune(msgs, { protectSteps: 2 }).tokens).toBe(90_000);
+  });
+
+  it('prunes inside one long user turn (a single-turn task)', () => {
+    const steps = Array.from({ length: 8 }, () => assistant([out('bash', 3_000)], { finish: 'tool-calls' }));
+    const msgs = [user('fix the bug'), ...steps];
+    // 16k window: usable 14,000 → protect 3,500, minimum 1,400. Newest 3 steps skipped; a5 and a4
+    // (6,000) pass the protection at the second; a4, a3, a2, a1 are candidates (12,000).
+    const plan = planPrune(msgs, { protect: 3_500, minimum: 1_400 });
+    expect(plan.partIds).toEqual([3, 2, 1, 0].map((i) => toolPart(steps[i]!).id));
+    expect(plan.tokens).toBe(12_000);
   });
 
   it('leaves a protected tool alone', () => {
-    const msgs = [user('one'), assistant([out('skill', 90_000)]), user('two'), user('three')];
+    const msgs = [
+      user('one'),
+      assistant([out('skill', 90_000)]),
+      assistant('a'),
+      assistant('b'),
+      assistant('c'),
+    ];
     expect(planPrune(msgs).partIds).toEqual([]);
     expect(planPrune(msgs, { protectedTools: [] }).tokens).toBe(90_000);
   });
@@ -43,14 +60,20 @@ describe('planPrune', () => {
     const a = assistant([out('read', 30_000)]);
     const b = assistant([out('read', 15_000)]);
     const c = assistant([out('read', 25_000)]);
-    const msgs = [user('1'), a, user('2'), b, user('3'), c, user('4'), user('5')];
+    const msgs = [user('1'), a, user('2'), b, user('3'), c, assistant('x'), assistant('y'), assistant('z')];
     // newest first: c 25k (total 25k), b 15k (40k, not past), a 30k (70k) → only a.
     expect(planPrune(msgs)).toEqual({ partIds: [toolPart(a).id], tokens: 30_000 });
   });
 
   it('returns nothing when the candidates do not exceed the minimum', () => {
     // newest 35k stays; the older 15k passes 40k and is a candidate, but 15k ≤ 20k.
-    const msgs = [user('1'), assistant([out('read', 15_000), out('read', 35_000)]), user('2'), user('3')];
+    const msgs = [
+      user('1'),
+      assistant([out('read', 15_000), out('read', 35_000)]),
+      assistant('x'),
+      assistant('y'),
+      assistant('z'),
+    ];
     expect(planPrune(msgs)).toEqual({ partIds: [], tokens: 0 });
     expect(planPrune(msgs, { minimum: 1_000 }).tokens).toBe(15_000);
     expect(planPrune(msgs, { protect: 10_000 }).tokens).toBe(50_000);
@@ -67,13 +90,15 @@ describe('planPrune', () => {
       user('2'),
       user('3'),
     ]);
+    expect(planPrune(view, { protectSteps: 0, protect: 0, minimum: 0 }).partIds).toHaveLength(1);
     expect(planPrune(view).partIds).toEqual([]);
     const pruned = [
       user('1'),
       assistant([out('read', 90_000)]),
       assistant([out('read', 5_000, { compacted: 1 })]),
-      user('2'),
-      user('3'),
+      assistant('x'),
+      assistant('y'),
+      assistant('z'),
     ];
     expect(planPrune(pruned).partIds).toEqual([]);
   });
@@ -82,10 +107,35 @@ describe('planPrune', () => {
     const msgs = [
       user('1'),
       assistant([p.toolError('bash', 'x'.repeat(400_000)), p.toolPending('bash')]),
-      user('2'),
-      user('3'),
+      assistant('x'),
+      assistant('y'),
+      assistant('z'),
     ];
     expect(planPrune(msgs).tokens).toBe(0);
+  });
+});
+
+describe('pruneOptions', () => {
+  it('scales protect and minimum with the usable window, capped at 40,000 / 20,000', () => {
+    expect(pruneDefaults(14_000)).toEqual({ protect: 3_500, minimum: 1_400 });
+    expect(pruneDefaults(30_000)).toEqual({ protect: 7_500, minimum: 3_000 });
+    expect(pruneDefaults(168_000)).toEqual({ protect: 40_000, minimum: 16_800 });
+    expect(pruneDefaults(400_000)).toEqual({ protect: 40_000, minimum: 20_000 });
+  });
+
+  it('keeps configured values and defaults the rest', () => {
+    expect(pruneOptions({ pruneProtect: 1_000 }, 14_000)).toEqual({
+      protect: 1_000,
+      minimum: 1_400,
+      protectSteps: 3,
+      protectedTools: ['skill'],
+    });
+    expect(pruneOptions({ pruneMinimum: 5, pruneProtectSteps: 1, protectedTools: [] }, 0)).toEqual({
+      protect: 0,
+      minimum: 5,
+      protectSteps: 1,
+      protectedTools: [],
+    });
   });
 });
 

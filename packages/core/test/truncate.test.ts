@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { compilePattern, readOutputSlice } from '../src/session/read-output.ts';
-import { truncateToolOutput, utf8Length } from '../src/session/truncate.ts';
+import { estimateTokenizer } from '../src/session/tokens.ts';
+import { ingestCap, truncateToolOutput, utf8Length } from '../src/session/truncate.ts';
 
 const lines = (n: number, prefix = 'line') =>
   Array.from({ length: n }, (_, i) => `${prefix} ${i + 1}`).join('\n');
@@ -116,5 +117,51 @@ describe('readOutputSlice', () => {
     expect(compilePattern('(a)\\1')('aa')).toBe(false);
     expect(compilePattern('[unclosed')('a [unclosed b')).toBe(true);
     expect(compilePattern('fo+')('foo')).toBe(true);
+  });
+});
+
+describe('truncateToolOutput: the window share', () => {
+  const tokenizer = estimateTokenizer;
+  const lines = Array.from({ length: 1_500 }, (_, i) => `line ${i} ${'x'.repeat(20)}`).join('\n');
+
+  it('cuts an output under 2,000 lines and 50 KiB that exceeds its token share', () => {
+    // ~1,500 × 30 chars ≈ 44 KB, ≈ 11k tokens: within the byte cap, over a 3,500-token share.
+    const cut = truncateToolOutput(lines, { outputId: 'out_1', maxTokens: 3_500, tokenizer });
+    expect(tokenizer.count(cut.text)).toBeLessThanOrEqual(3_500);
+    expect(tokenizer.count(cut.text)).toBeGreaterThan(3_000);
+    expect(cut.text.startsWith('line 0 ')).toBe(true);
+    expect(cut.text).toContain('bytes truncated...');
+    expect(cut.text).toContain('read_output');
+    expect(cut.truncated).toMatchObject({ totalLines: 1_500, direction: 'head' });
+    expect(cut.truncated!.omittedLines).toBeGreaterThan(1_000);
+    // Whole lines: the preview ends at a line boundary.
+    const preview = cut.text.slice(0, cut.text.indexOf('\n\n...'));
+    expect(preview.split('\n').every((l) => /^line \d+ x{20}$/.test(l))).toBe(true);
+  });
+
+  it('keeps the end for tail outputs, and applies the tighter of the two caps', () => {
+    const cut = truncateToolOutput(lines, { outputId: 'o', direction: 'tail', maxTokens: 2_000, tokenizer });
+    expect(tokenizer.count(cut.text)).toBeLessThanOrEqual(2_000);
+    expect(cut.text.endsWith('line 1499 xxxxxxxxxxxxxxxxxxxx')).toBe(true);
+    // The line cap is tighter here: 100 lines ≈ 750 tokens.
+    const byLines = truncateToolOutput(lines, { outputId: 'o', maxLines: 100, maxTokens: 2_000, tokenizer });
+    expect(byLines.text).toContain('...1400 lines truncated...');
+  });
+
+  it('leaves an output within every cap alone, and ignores maxTokens without a tokenizer', () => {
+    expect(truncateToolOutput('short', { outputId: 'o', maxTokens: 10, tokenizer })).toEqual({
+      text: 'short',
+    });
+    expect(truncateToolOutput(lines, { outputId: 'o', maxTokens: 10 }).truncated).toBeUndefined();
+  });
+
+  it('ingestCap is the share of the usable window', () => {
+    // 16k context, 2k output: usable 14,000 → 3,500 at 25 %.
+    expect(ingestCap({ limits: { context: 16_000, output: 2_000 } })).toBe(3_500);
+    expect(ingestCap({ limits: { context: 16_000, output: 2_000 }, toolOutput: { windowShare: 0.5 } })).toBe(
+      7_000,
+    );
+    expect(ingestCap({ limits: { context: 0, output: 0 } })).toBeUndefined();
+    expect(ingestCap({})).toBeUndefined();
   });
 });

@@ -21,6 +21,7 @@ export {
   type ApiKeyInfo,
   authenticateApiKey,
   authenticateApiKeyCached,
+  cachedApiKey,
   createApiKey,
   hashApiKey,
   listApiKeys,
@@ -82,9 +83,11 @@ export {
   createAssistantMessage,
   getMessage,
   markReverted,
+  newestMessageInfo,
   revertedMessageIds,
   type UserPartInput,
   updateMessageInfo,
+  userMessagesAfter,
 } from './repo/messages.ts';
 export {
   getSessionAnyTenant,
@@ -162,4 +165,4 @@ export type {
 } from './tables/batch.table.ts';
 export type { CompactionReason, CompactionStatus } from './tables/compaction.table.ts';
 export type { LastUsage } from './tables/session.table.ts';
-export type { StepKind, StepOutcome } from './tables/step.table.ts';
+export type { StepEstimate, StepKind, StepOutcome } from './tables/step.table.ts';

@@ -3,8 +3,8 @@
 // retry-after from whatever the SDK threw; the status/text rules (what counts as an overflow)
 // are core's `classifyProviderError`. Callers branch on `kind`, never on message text.
 
-import { classifyProviderError } from '@loopline/core';
-import { APICallError, RetryError, StreamProviderError } from 'ai';
+import { classifyProviderError, isUnsupportedText } from '@loopline/core';
+import { APICallError, RetryError, StreamProviderError, TypeValidationError } from 'ai';
 import { z } from 'zod';
 
 export const ClassifiedError = z.object({
@@ -93,8 +93,10 @@ interface HttpFacts {
 }
 
 function classifyHttp(f: HttpFacts): ClassifiedError {
+  const unsupported = isUnsupportedText(f.code) || isUnsupportedText(f.body) || isUnsupportedText(f.message);
   const base = {
-    message: f.message,
+    // Name the cause: an operator reads this on the failed turn.
+    message: unsupported ? `${UNSUPPORTED_HINT}: ${f.message}` : f.message,
     ...(f.status !== undefined ? { status: f.status } : {}),
     ...(f.code !== undefined ? { code: f.code } : {}),
   };
@@ -106,6 +108,45 @@ function classifyHttp(f: HttpFacts): ClassifiedError {
   if (kind !== 'retryable') return { kind, ...base };
   const after = retryAfterMs(f.headers);
   return { kind, ...base, ...(after !== undefined ? { retryAfterMs: after } : {}) };
+}
+
+const UNSUPPORTED_HINT =
+  "the model server does not support a parameter Loopline sent (e.g. tools: set the model's " +
+  'capabilities, see docs/models.md)';
+
+/**
+ * An error payload that arrived inside a stream (HTTP 200) and failed the SDK's chunk schema, or
+ * that the SDK handed on as a plain object: llama.cpp `{code, message, type}`, vLLM
+ * `{object: "error", message, type, code}`, OpenAI-style `{error: {message, type, code}}`, TGI
+ * `{error: "text", error_type}`. Undefined when the value is not an error payload.
+ */
+function streamPayload(error: unknown): HttpFacts | undefined {
+  const value = TypeValidationError.isInstance(error) ? error.value : error;
+  if (!isRec(value) || value instanceof Error) return undefined;
+  const inner = isRec(value.error) ? value.error : value;
+  const message =
+    str(inner.message) ?? (typeof value.error === 'string' ? value.error : undefined) ?? str(inner.detail);
+  if (message === undefined) return undefined;
+  const numeric = typeof inner.code === 'number' ? inner.code : Number.parseInt(str(inner.code) ?? '', 10);
+  const status = numeric >= 400 && numeric <= 599 ? numeric : undefined;
+  const code =
+    (typeof inner.code === 'string' && status === undefined ? inner.code : undefined) ??
+    str(inner.type) ??
+    str(value.error_type);
+  return {
+    message,
+    body: JSON.stringify(value),
+    ...(status !== undefined ? { status } : {}),
+    ...(code !== undefined ? { code } : {}),
+  };
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }
 
 function networkCode(error: unknown): string | undefined {
@@ -143,11 +184,14 @@ export function classifyError(error: unknown, signal?: AbortSignal): ClassifiedE
   if (APICallError.isInstance(error)) {
     // Fetch failures surface as APICallError without a status ("Cannot connect to API").
     const code = providerCode(error.data, error.responseBody) ?? networkCode(error.cause);
+    // A body the SDK could not read as OpenAI's (vLLM's flat `{object: "error", message}`, TGI's
+    // `{error: "…"}`) leaves a bare "Bad Request": the server's own words say more.
+    const said = error.responseBody ? streamPayload(safeJson(error.responseBody))?.message : undefined;
     return classifyHttp({
       status: error.statusCode,
       body: error.responseBody,
       code,
-      message: error.message,
+      message: said && !error.message.includes(said) ? `${error.message}: ${said}` : error.message,
       headers: error.responseHeaders,
     });
   }
@@ -157,6 +201,11 @@ export function classifyError(error: unknown, signal?: AbortSignal): ClassifiedE
       code: str(error.code) ?? error.type,
       message: error.message,
     });
+  }
+  const payload = streamPayload(error);
+  if (payload) {
+    // No status in the payload: an unexplained in-stream error is transient unless its text says otherwise.
+    return classifyHttp(payload);
   }
   if (isRec(error) && typeof error.name === 'string' && TERMINAL_SDK_ERRORS.has(error.name)) {
     return { kind: 'terminal', message: messageOf(error), code: error.name };

@@ -3,7 +3,18 @@
 
 export { ClassifiedError, classifyError, type ErrorKind, retryAfterMs } from './errors.ts';
 export type { LlmEvent, LlmEventType } from './events.ts';
-export { DEFAULT_LIMITS, limitsFor, MODEL_CATALOG, modelId } from './models.ts';
+export {
+  agentLimits,
+  capabilitiesFor,
+  DEFAULT_LIMITS,
+  limitsFor,
+  MODEL_CATALOG,
+  MODEL_TRAITS,
+  modelId,
+  SERVER_DEFAULTS,
+  serverFamily,
+  tokenizerFamily,
+} from './models.ts';
 export { StepNormaliser } from './normalise.ts';
 export {
   createModel,

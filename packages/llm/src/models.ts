@@ -2,7 +2,15 @@
 // default for unknown OpenAI-compatible models. Owns only these numbers; overflow policy
 // (what to do with them) lives in core.
 
-import type { ModelLimits } from '@loopline/core';
+import {
+  type AgentConfig,
+  type ModelCapabilities,
+  type ModelLimits,
+  type ResolvedCapabilities,
+  type ServerFamily,
+  type TokenizerFamily,
+  tokenizerFamilyOf,
+} from '@loopline/core';
 
 /**
  * Unknown models (any `compatible/<id>` not in the catalog, and new OpenAI ids):
@@ -48,4 +56,66 @@ export function limitsFor(modelRef: string, override?: Partial<ModelLimits>): Mo
     delete merged.input;
   }
   return merged;
+}
+
+/**
+ * Capability defaults per server family (docs/models.md). Every family that speaks the OpenAI chat
+ * API here takes `tools` and reports usage in the stream (llama.cpp on the final chunk, vLLM and
+ * Ollama on a usage chunk when asked); templates and model ids decide the rest (MODEL_TRAITS).
+ */
+export const SERVER_DEFAULTS: Record<ServerFamily, ResolvedCapabilities> = {
+  openai: { tools: 'auto', usageInStream: true, strictAlternation: false, systemRole: true },
+  vllm: { tools: 'auto', usageInStream: true, strictAlternation: false, systemRole: true },
+  llamacpp: { tools: 'auto', usageInStream: true, strictAlternation: false, systemRole: true },
+  ollama: { tools: 'auto', usageInStream: true, strictAlternation: false, systemRole: true },
+  lmstudio: { tools: 'auto', usageInStream: true, strictAlternation: false, systemRole: true },
+  tgi: { tools: 'auto', usageInStream: true, strictAlternation: false, systemRole: true },
+  generic: { tools: 'auto', usageInStream: true, strictAlternation: false, systemRole: true },
+};
+
+/**
+ * What a model id tells about its chat template, first match wins: Mistral and Gemma templates
+ * raise on two same-role messages in a row; Gemma's have no system role.
+ */
+export const MODEL_TRAITS: ReadonlyArray<readonly [RegExp, ModelCapabilities]> = [
+  [/gemma/, { strictAlternation: true, systemRole: false }],
+  [/mistral|mixtral|codestral|ministral|devstral/, { strictAlternation: true }],
+];
+
+type ModelFacts = Pick<AgentConfig, 'model'> &
+  Partial<Pick<AgentConfig, 'server' | 'capabilities' | 'tokenizer' | 'limits'>>;
+
+/** The server family of an agent's model: its `server`, else `openai` / `generic` by the ref's provider. */
+export function serverFamily(agent: ModelFacts): ServerFamily {
+  return agent.server ?? (agent.model.startsWith('openai/') ? 'openai' : 'generic');
+}
+
+const traitsOf = (modelRef: string): ModelCapabilities | undefined => {
+  const id = modelId(modelRef).toLowerCase();
+  return MODEL_TRAITS.find(([pattern]) => pattern.test(id))?.[1];
+};
+
+/** Server family defaults, then the model id's traits, then the agent's own settings. */
+export function capabilitiesFor(agent: ModelFacts): ResolvedCapabilities {
+  const caps: ResolvedCapabilities = { ...SERVER_DEFAULTS[serverFamily(agent)] };
+  for (const source of [traitsOf(agent.model), agent.capabilities]) {
+    if (!source) continue;
+    for (const [k, v] of Object.entries(source))
+      if (v !== undefined) (caps as Record<string, unknown>)[k] = v;
+  }
+  return caps;
+}
+
+/** The tokenizer family of an agent's model: its `tokenizer`, else the model id's; undefined when unknown. */
+export function tokenizerFamily(agent: ModelFacts): TokenizerFamily | undefined {
+  return agent.tokenizer ?? tokenizerFamilyOf(agent.model);
+}
+
+/** The agent's limits (its own, else the catalog's) with `capabilities.maxOutput` capping the output. */
+export function agentLimits(agent: ModelFacts): ModelLimits {
+  const limits = limitsFor(agent.model, agent.limits);
+  const max = capabilitiesFor(agent).maxOutput;
+  return max !== undefined && (limits.output === 0 || limits.output > max)
+    ? { ...limits, output: max }
+    : limits;
 }

@@ -139,6 +139,19 @@ export class StepNormaliser {
   private finish(reason: FinishReason, total: LanguageModelUsage): LlmEvent[] {
     this.ended = true;
     const finish = this.step.finish ?? reason;
+    // A server that ends a stream with finish_reason "error" and no error payload: nothing was
+    // finished, so it is an error (transient: nothing says the request itself was wrong).
+    if (finish === 'error') {
+      return [
+        {
+          type: 'error',
+          error: {
+            kind: 'retryable',
+            message: 'the model server ended the stream with finish_reason "error"',
+          },
+        },
+      ];
+    }
     return [
       {
         type: 'finish',

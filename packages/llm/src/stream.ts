@@ -2,6 +2,7 @@
 // streamText. Tools are declared without `execute` (the worker runs them), retries are off
 // (the queue retries), and provider failures become an `error` event: it never throws.
 
+import { type ModelMessage as CoreModelMessage, shapeForTemplate } from '@loopline/core';
 import type { JSONSchema7, LanguageModel, ModelMessage, SystemModelMessage } from 'ai';
 import { jsonSchema, streamText, type ToolSet, tool } from 'ai';
 import { classifyError } from './errors.ts';
@@ -28,6 +29,8 @@ export interface StepRequest {
   temperature?: number;
   abortSignal?: AbortSignal;
   providerOptions?: ProviderOptions;
+  /** What the server's chat template accepts (capabilities): role alternation, a system role. */
+  template?: { strictAlternation?: boolean; systemRole?: boolean };
 }
 
 function instructions(blocks: string[]): string | SystemModelMessage[] | undefined {
@@ -57,10 +60,14 @@ export async function* streamStep(req: StepRequest): AsyncGenerator<LlmEvent, vo
   try {
     signal?.throwIfAborted();
     const tools = toolSet(req.tools);
+    // Strict templates: same-role runs merged, system text folded into the first user message.
+    const shaped = req.template
+      ? shapeForTemplate(req.system, req.messages as CoreModelMessage[], req.template)
+      : { system: req.system, messages: req.messages };
     const result = streamText({
       model: req.model,
-      instructions: instructions(req.system),
-      messages: req.messages,
+      instructions: instructions(shaped.system),
+      messages: shaped.messages as ModelMessage[],
       tools,
       toolChoice: tools ? (req.toolChoice ?? 'auto') : undefined,
       maxOutputTokens: req.maxOutputTokens,

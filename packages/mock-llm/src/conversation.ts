@@ -27,6 +27,8 @@ export interface Conversation {
   stream: boolean;
   /** Chat only: `stream_options.include_usage`. Responses always report usage. */
   includeUsage: boolean;
+  /** `max_tokens` / `max_completion_tokens` / `max_output_tokens`, when the request set one. */
+  maxTokens?: number;
   /** All system/developer text, blocks joined by a blank line. */
   system: string;
   messages: ConvMessage[];
@@ -55,6 +57,9 @@ function contentText(content: unknown): string {
 }
 
 export class BadRequest extends Error {}
+
+const maxTokensOf = (v: unknown): { maxTokens?: number } =>
+  typeof v === 'number' && Number.isInteger(v) && v > 0 ? { maxTokens: v } : {};
 
 function requireModel(body: Rec): string {
   if (typeof body.model !== 'string' || body.model === '') throw new BadRequest('model is required');
@@ -119,6 +124,7 @@ export function fromChatBody(body: unknown): Conversation {
     model,
     stream: body.stream === true,
     includeUsage: streamOptions.include_usage === true,
+    ...maxTokensOf(body.max_completion_tokens ?? body.max_tokens),
     system: system.join('\n\n'),
     messages,
     tools,
@@ -172,6 +178,7 @@ export function fromResponsesBody(body: unknown): Conversation {
     model,
     stream: body.stream === true,
     includeUsage: true,
+    ...maxTokensOf(body.max_output_tokens),
     system: system.join('\n\n'),
     messages,
     tools,

@@ -2,6 +2,7 @@
 // Starts one mock-llm server and stops it on SIGINT/SIGTERM. Owns argument parsing only.
 
 import { parseArgs } from 'node:util';
+import { z } from 'zod';
 import { loadScenario } from './scenario.ts';
 import { startMockLlm } from './server.ts';
 
@@ -14,9 +15,15 @@ const { values } = parseArgs({
   },
 });
 
+// A bad port stops here with a clear message instead of listening on NaN → a random port.
+const port = z.coerce.number().int().min(0).max(65_535).safeParse(values.port);
+if (!port.success) {
+  process.stderr.write(`mock-llm: --port must be an integer 0..65535 (got "${values.port}")\n`);
+  process.exit(1);
+}
 const scenario = values.scenario ? await loadScenario(values.scenario) : undefined;
 const server = await startMockLlm({
-  port: Number(values.port),
+  port: port.data,
   host: values.host,
   scenario,
   logger: !values.quiet,

@@ -37,6 +37,8 @@ export interface OutputPlan {
   usage: UsageNumbers;
   /** Destroy the socket after this many SSE events (cut-stream fault). */
   cutAfterChunks?: number;
+  /** Server flavours: an error payload streamed after the text instead of a finish (HTTP 200). */
+  midStreamError?: Record<string, unknown>;
 }
 
 export interface ErrorPlan {
@@ -56,6 +58,7 @@ export type ReplyKind =
   | 'echo'
   | 'default'
   | 'context-window'
+  | 'tools-refused'
   | Extract<Reply, { fault: string }>['fault'];
 
 export interface PlanInput {

@@ -130,6 +130,21 @@ export const Scenario = z.strictObject({
   description: z.string().optional(),
   /** Prompt tokens above this answer HTTP 400 context_length_exceeded. Default: no limit. */
   contextWindow: z.number().int().positive().optional(),
+  /**
+   * Which real server to imitate on the wire, quirks included (flavours.ts): `openai` (default),
+   * `llamacpp` (llama.cpp's llama-server), `vllm`, `ollama` (its OpenAI endpoint), `no-usage` (an
+   * OpenAI-style server that never reports usage in a stream).
+   */
+  flavour: z.enum(['openai', 'llamacpp', 'vllm', 'ollama', 'no-usage']).default('openai'),
+  /** The served model's tokenizer as a multiple of o200k_base: every count the server reports is scaled. */
+  tokenRatio: z.number().min(0.25).max(8).default(1),
+  /**
+   * A hard context size (llama.cpp `n_ctx`, vLLM `max_model_len`, Ollama `num_ctx`), in the
+   * server's tokens, prompt and output together; each flavour refuses or cuts as that server does.
+   */
+  nCtx: z.number().int().positive().optional(),
+  /** The server (or model) has no tool support: a request with `tools` is refused as that server does. */
+  tools: z.boolean().default(true),
   /** Delay between streamed chunks. */
   latencyMs: z.number().int().nonnegative().default(0),
   /** Simulate OpenAI prompt caching (shared prefix ≥ 1024 tokens, in 128-token steps). */

@@ -15,6 +15,7 @@ import {
   type ToolDef,
 } from './conversation.ts';
 import { contextLengthError, openaiErrorBody } from './faults.ts';
+import { flavourChunks, type RawStreamPlan, serve, toolsRefusal } from './flavours.ts';
 import { buildPlan, type ErrorPlan, type OutputPlan, type Plan, type ReplyKind, replyKind } from './plan.ts';
 import { RuleBook } from './rules.ts';
 import { parseScenario, type Scenario, type ScenarioInput } from './scenario.ts';
@@ -41,6 +42,8 @@ export interface RecordedCall {
   status: number;
   /** The request body as received. */
   body: unknown;
+  /** The server refused it or stopped it with an error (HTTP error, in-stream error, mid-stream error). */
+  refused: boolean;
 }
 
 export interface MockLlmOptions {
@@ -91,18 +94,26 @@ function meta(conv: Conversation, seq: number): WireMeta {
   };
 }
 
-function decide(state: State, conv: Conversation): { plan: Plan; call: RecordedCall; latencyMs: number } {
+function decide(
+  state: State,
+  conv: Conversation,
+): { plan: Plan | RawStreamPlan; call: RecordedCall; latencyMs: number } {
   const { scenario } = state;
   const tokens = promptTokens(conv, state.tokenMemo);
+  // The served model's tokenizer: o200k counts × the ratio knob.
+  const serverPrompt = Math.ceil(tokens.length * scenario.tokenRatio);
   const cached = scenario.promptCache ? state.cache.lookup(tokens) : 0;
   const index = state.calls.length;
-  let plan: Plan;
+  let plan: Plan | RawStreamPlan;
   let kind: ReplyKind;
   let ruleIndex: number | undefined;
   let latencyMs = scenario.latencyMs;
-  if (scenario.contextWindow !== undefined && tokens.length > scenario.contextWindow) {
-    plan = contextLengthError(scenario.contextWindow, tokens.length);
+  if (scenario.contextWindow !== undefined && serverPrompt > scenario.contextWindow) {
+    plan = contextLengthError(scenario.contextWindow, serverPrompt);
     kind = 'context-window';
+  } else if (!scenario.tools && conv.tools.length > 0) {
+    plan = toolsRefusal(scenario.flavour, conv);
+    kind = 'tools-refused';
   } else {
     const picked = state.rules.pick(scenario, conv, index);
     const reply = picked?.rule.reply ?? scenario.default;
@@ -115,6 +126,14 @@ function decide(state: State, conv: Conversation): { plan: Plan; call: RecordedC
       cachedTokens: cached,
       contextWindow: scenario.contextWindow,
     });
+    if (plan.kind === 'output') {
+      plan = serve(scenario.flavour, conv, plan, scenario.tokenRatio, {
+        prompt: serverPrompt,
+        nCtx: scenario.nCtx,
+        stream: conv.stream,
+      });
+      if (plan.kind !== 'output') kind = 'context-window';
+    }
   }
   const call: RecordedCall = {
     index,
@@ -124,11 +143,12 @@ function decide(state: State, conv: Conversation): { plan: Plan; call: RecordedC
     system: conv.system,
     messages: conv.messages,
     tools: conv.tools,
-    promptTokens: tokens.length,
+    promptTokens: serverPrompt,
     cachedTokens: plan.kind === 'output' ? plan.usage.cached : 0,
     reply: kind,
     ruleIndex,
     status: plan.kind === 'error' ? plan.status : 200,
+    refused: plan.kind !== 'output' || plan.midStreamError !== undefined,
     body: undefined,
   };
   return { plan, call, latencyMs };
@@ -162,7 +182,10 @@ async function sendOutput(
   reply.hijack();
   const opts = { latencyMs, cutAfter: plan.cutAfterChunks };
   if (conv.endpoint === 'chat') {
-    const events = chatChunks(plan, m, conv.includeUsage).map((data) => ({ data }));
+    const flavour = state.scenario.flavour;
+    const openai = chatChunks(plan, m, conv.includeUsage);
+    const chunks = flavour === 'openai' ? openai : flavourChunks(flavour, openai, plan, conv.includeUsage);
+    const events = chunks.map((data) => ({ data }));
     await writeSse(reply.raw, events, opts, 'data: [DONE]\n\n');
   } else {
     await writeSse(reply.raw, responsesEvents(plan, m), opts);
@@ -187,6 +210,10 @@ function buildMockApp(state: State, logger: boolean) {
     call.body = request.body;
     state.calls.push(call);
     if (plan.kind === 'error') return sendError(reply, plan);
+    if (plan.kind === 'raw-stream') {
+      // HTTP 200 with an error inside the stream (llama.cpp).
+      return reply.code(200).header('content-type', 'text/event-stream').send(plan.body);
+    }
     await sendOutput(state, conv, plan, latencyMs, request, reply);
     return reply;
   };

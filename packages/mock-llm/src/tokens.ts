@@ -101,3 +101,11 @@ export class PromptCache {
     this.entries = [];
   }
 }
+
+/** The first `n` o200k tokens of `text`, decoded back to text (a reply cut by max_tokens). */
+export function headTokens(text: string, n: number): string {
+  if (n <= 0) return '';
+  const tokens = enc().encode_ordinary(text);
+  if (tokens.length <= n) return text;
+  return new TextDecoder().decode(enc().decode(tokens.slice(0, n)));
+}

@@ -4,7 +4,14 @@ import { bundledScenarioPath, loadScenario, parseScenario, Reply } from '../src/
 describe('scenario schema', () => {
   it('fills defaults', () => {
     const s = parseScenario({});
-    expect(s).toEqual({ latencyMs: 0, promptCache: true, rules: [] });
+    expect(s).toEqual({
+      latencyMs: 0,
+      promptCache: true,
+      rules: [],
+      flavour: 'openai',
+      tokenRatio: 1,
+      tools: true,
+    });
   });
 
   it('tells reply kinds apart', () => {

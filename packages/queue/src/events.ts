@@ -10,7 +10,13 @@ const MAX_LEN = 10_000;
 const TTL_S = 7 * 86_400;
 
 const defined = new WeakSet<RedisClient>();
-type Publish = (key: string, maxLen: number, ttlS: number, ...events: string[]) => Promise<number>;
+type Publish = (
+  key: string,
+  maxLen: number,
+  ttlS: number,
+  channel: string,
+  ...events: string[]
+) => Promise<number>;
 
 /**
  * One EVALSHA per publish (XADD each event, then EXPIRE, in a Lua script) instead of a pipeline:
@@ -35,7 +41,7 @@ export async function publishEvents(
   const key = keys.events(sessionId);
   const json = new Array<string>(events.length);
   for (let i = 0; i < events.length; i++) json[i] = JSON.stringify(events[i]);
-  await publishCommand(redis)(key, MAX_LEN, TTL_S, ...json);
+  await publishCommand(redis)(key, MAX_LEN, TTL_S, keys.eventsChannel(sessionId), ...json);
 }
 
 export interface StreamedEvent {
@@ -43,19 +49,24 @@ export interface StreamedEvent {
   event: SessionEvent;
 }
 
-/** Events after `afterId` ('0' for all retained, '$' for only new ones), blocking up to blockMs. */
+/**
+ * Events after `afterId` ('0' for all retained, '$' for only new ones), blocking up to blockMs;
+ * blockMs undefined: no blocking (what the gateway's shared event hub does).
+ */
 export async function readEvents(
   redis: RedisClient,
   keys: KeySpace,
   sessionId: string,
   afterId: string,
-  blockMs: number,
+  blockMs: number | undefined,
   count = 500,
 ): Promise<StreamedEvent[]> {
   const key = keys.events(sessionId);
-  const reply = (await redis.xread('COUNT', count, 'BLOCK', blockMs, 'STREAMS', key, afterId)) as
-    | [string, [string, string[]][]][]
-    | null;
+  const reply = (
+    blockMs === undefined
+      ? await redis.xread('COUNT', count, 'STREAMS', key, afterId)
+      : await redis.xread('COUNT', count, 'BLOCK', blockMs, 'STREAMS', key, afterId)
+  ) as [string, [string, string[]][]][] | null;
   if (!reply) return [];
   const out: StreamedEvent[] = [];
   for (const [, entries] of reply) {

@@ -1,5 +1,6 @@
 export * from './abort.ts';
 export * from './batch-flow.ts';
+export * from './event-hub.ts';
 export * from './events.ts';
 export * from './jobs.ts';
 export * from './keys.ts';

@@ -44,6 +44,13 @@ export const PruneJob = z.object({
   rejected: z.boolean().default(false),
   /** purpose=compact: the compaction's 1-based number in its user turn (the part's `iteration`). */
   iteration: z.number().int().positive().optional(),
+  /** purpose=compact: its number in the run of compactions without progress (the part's `streak`). */
+  streak: z.number().int().positive().optional(),
+  /**
+   * purpose=idle: the session's step count when the loop went idle. A newer turn makes the pass
+   * obsolete (it would prune, and write its ledger row, in the middle of someone else's turn).
+   */
+  stepCount: z.number().int().nonnegative().optional(),
 });
 export type PruneJob = z.infer<typeof PruneJob>;
 

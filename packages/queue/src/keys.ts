@@ -7,6 +7,8 @@ export interface KeySpace {
   readonly queuePrefix: string;
   lock(sessionId: string): string;
   events(sessionId: string): string;
+  /** Pub/sub channel that says the session's event stream grew (the gateways' event hubs listen). */
+  eventsChannel(sessionId: string): string;
   rateLimit(keyId: string): string;
   /** Pub/sub channel of session aborts: every worker process subscribes (session control). */
   abortChannel(): string;
@@ -23,6 +25,7 @@ export function keySpace(namespace = 'loopline'): KeySpace {
     queuePrefix: `{${namespace}}`,
     lock: (sessionId) => `${namespace}:{${sessionId}}:lock`,
     events: (sessionId) => `${namespace}:{${sessionId}}:events`,
+    eventsChannel: (sessionId) => `${namespace}:{${sessionId}}:events:new`,
     rateLimit: (keyId) => `${namespace}:rl:${keyId}`,
     abortChannel: () => `${namespace}:abort`,
     // Tenant keys share a {tenant:…} hash tag: the semaphore scripts touch two of them at once.

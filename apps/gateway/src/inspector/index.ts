@@ -19,10 +19,11 @@ import { inspectSession } from './inspect.ts';
 //   GET /admin/inspector[?session=…]                 the page (Bearer, cookie, or ?token= once)
 //   GET /admin/inspector/api/sessions, …/api/sessions/:id   the same JSON for the page (cookie)
 //
-// Browser auth is Bull Board's: `?token=` once trades the token for an HttpOnly, SameSite=Strict
-// cookie (a MAC of the token) scoped to /admin/inspector, so /v1/admin/* stays bearer-only. The
-// bearer JSON routes and the page are in the OpenAPI document (tag admin); the page's cookie
-// copies of the JSON routes and its assets are not.
+// Browser auth is Bull Board's: sign in at /admin/login (or `?token=` once, a redirect that drops
+// it from the URL) for a signed, expiring HttpOnly, SameSite=Strict cookie scoped to /admin, so
+// /v1/admin/* stays bearer-only (plugins/operator-session.ts). The bearer JSON routes and the page
+// are in the OpenAPI document (tag admin); the page's cookie copies of the JSON routes and its
+// assets are not.
 
 export const INSPECTOR_PATH = '/admin/inspector';
 
@@ -198,7 +199,10 @@ export async function inspectorPlugin(app: FastifyInstance): Promise<void> {
 
   await app.register(
     async (page) => {
-      page.addHook('onRequest', operatorBrowserAuth(deps.operatorToken, INSPECTOR_PATH));
+      page.addHook(
+        'onRequest',
+        operatorBrowserAuth(deps.operatorToken, { sessionMs: deps.operatorSessionMs }),
+      );
       page.addHook('onSend', async (_request, reply) => {
         secure(reply);
       });
@@ -210,8 +214,8 @@ export async function inspectorPlugin(app: FastifyInstance): Promise<void> {
             security: [{ operator: [] }],
             summary: 'The session inspector page (operator)',
             description:
-              'Open /admin/inspector?token=<operator token> once in a browser: the token is traded for an ' +
-              'HttpOnly cookie scoped to the inspector. Also accepts the operator token as a bearer token.',
+              'Sign in at /admin/login (or open /admin/inspector?token=<operator token> once) for a signed, ' +
+              'expiring HttpOnly cookie; also accepts the operator token as a bearer token.',
             response: {
               200: { description: 'HTML page', content: { 'text/html': { schema: InspectorPage } } },
               401: ErrorResponse,

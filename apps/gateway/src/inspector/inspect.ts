@@ -70,6 +70,7 @@ export interface InspectedCompaction {
   startedAt: string;
   finishedAt: string | null;
   durationMs: number | null;
+  requests: number | null;
   error: unknown;
   reverted: boolean;
   replaced: ReplacedRange | null;
@@ -255,6 +256,7 @@ function inspectCompaction(
     startedAt: r.startedAt.toISOString(),
     finishedAt: iso(r.finishedAt),
     durationMs: r.durationMs,
+    requests: r.requests,
     error: r.error,
     reverted: marker?.info.reverted === true,
     replaced: marker ? replacedRange(messages, marker, r.tailStartId ?? part?.tailStartId, seqOf) : null,

@@ -5,14 +5,23 @@ import {
   contextGauge,
   findBoundary,
   findBoundarySeq,
+  MESSAGE_FRAMING_TOKENS,
   type ModelLimits,
   pruneEnabled,
+  ratioState,
   type WithParts,
 } from '@loopline/core';
-import { type CompactionInfo, listCompactions, revertedMessageIds, type SessionInfo } from '@loopline/db';
-import { limitsFor } from '@loopline/llm';
+import {
+  type CompactionInfo,
+  listCompactions,
+  listSteps,
+  revertedMessageIds,
+  type SessionInfo,
+  type StepInfo,
+} from '@loopline/db';
+import { agentLimits, tokenizerFamily } from '@loopline/llm';
 import type { AppDeps } from '../app.ts';
-import type { Boundary, CompactionRecord, CompactionSummary } from '../schemas.ts';
+import type { Boundary, CompactionRecord, CompactionSummary, StepEstimateView } from '../schemas.ts';
 import { type ModelInput, modelInput } from './model-view.ts';
 
 // The context-management state of a session (CONTEXT.md §2, §5.7, §7) as the API shows it: the
@@ -30,19 +39,33 @@ export interface SessionContextState {
   boundary: Boundary | null;
   /** Oldest first, reverted ones included (marked). */
   compactions: CompactionRecord[];
+  ratio: { value: number; learned: boolean; weight: number; margin: number };
+  /** Per model step: the pre-call estimate beside the reported prompt. */
+  estimates: StepEstimateView[];
 }
 
 export async function contextState(deps: AppDeps, session: SessionInfo): Promise<SessionContextState> {
-  const [input, records] = await Promise.all([modelInput(deps, session), compactionRecords(deps, session)]);
+  const [input, records, steps] = await Promise.all([
+    modelInput(deps, session),
+    compactionRecords(deps, session),
+    listSteps(deps.db, session.tenantId, session.id),
+  ]);
   const agent = session.agent;
-  const limits = limitsFor(agent.model, agent.limits);
+  const limits = agentLimits(agent);
+  const learned = ratioState({
+    tokenRatio: session.tokenRatio,
+    tokenRatioWeight: session.tokenRatioWeight,
+    model: agent.model,
+    tokenizer: tokenizerFamily(agent),
+  });
   const gauge = contextGauge({
     messages: input.visible,
     limits,
     compaction: agent.compaction,
     flags: deps.flags,
     model: agent.model,
-    ratio: session.tokenRatio ?? undefined,
+    ratio: learned.ratio,
+    framing: MESSAGE_FRAMING_TOKENS,
     resendsReasoning: agent.resendsReasoning,
     overhead: input.overhead,
   });
@@ -56,6 +79,29 @@ export async function contextState(deps: AppDeps, session: SessionInfo): Promise
     },
     boundary: boundaryOf(input.history),
     compactions: records,
+    ratio: {
+      value: learned.ratio,
+      learned: learned.weight > 0,
+      weight: learned.weight,
+      margin: learned.margin,
+    },
+    estimates: steps.flatMap((s) => (s.kind === 'step' && s.estimate ? [estimateView(s)] : [])),
+  };
+}
+
+function estimateView(s: StepInfo): StepEstimateView {
+  const e = s.estimate!;
+  const reported = s.usage ? s.usage.input + s.usage.cache.read + s.usage.cache.write : null;
+  return {
+    step: s.step,
+    messageId: s.messageId,
+    outcome: s.outcome,
+    estimate: e.tokens,
+    bound: e.bound,
+    anchored: e.anchored,
+    ratio: e.ratio,
+    reported,
+    errorPercent: reported ? Math.round(((e.tokens - reported) / reported) * 1000) / 10 : null,
   };
 }
 
@@ -87,6 +133,7 @@ function toRecord(r: CompactionInfo, reverted: boolean): CompactionRecord {
     startedAt: iso(r.startedAt),
     finishedAt: r.finishedAt ? iso(r.finishedAt) : null,
     durationMs: r.durationMs,
+    requests: r.requests,
     error: r.error,
     reverted,
   };

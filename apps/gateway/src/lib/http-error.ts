@@ -17,6 +17,7 @@ export const HTTP_ERROR_CODES = {
   batch_running: 409,
   tool_in_use: 409,
   payload_too_large: 413,
+  input_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,
   internal_error: 500,

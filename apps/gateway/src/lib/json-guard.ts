@@ -40,3 +40,17 @@ export function findJsonProblem(root: unknown): JsonProblem | undefined {
   }
   return undefined;
 }
+
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+
+/**
+ * A request body as text, or undefined when it is not valid UTF-8 (a lenient decode would store
+ * U+FFFD replacement characters in place of what the client sent).
+ */
+export function decodeUtf8(body: Buffer): string | undefined {
+  try {
+    return utf8.decode(body);
+  } catch {
+    return undefined;
+  }
+}

@@ -3,6 +3,7 @@ import {
   builtinToolDefinitions,
   canRunAsSubagent,
   filterCompacted,
+  hasReadableOutput,
   PROVIDER_DEFAULT_PROMPT,
   queueView,
   requestOverhead,
@@ -13,6 +14,7 @@ import {
   type WithParts,
 } from '@loopline/core';
 import { getToolsByName, listAgents, loadHistory, type SessionInfo } from '@loopline/db';
+import { capabilitiesFor } from '@loopline/llm';
 import type { AppDeps } from '../app.ts';
 
 // What the next model call of a session is built from, computed the way the worker's step does
@@ -41,17 +43,23 @@ export async function modelInput(deps: AppDeps, session: SessionInfo): Promise<M
     providerDefault: PROVIDER_DEFAULT_PROMPT,
     ...(lastUser?.info.role === 'user' && lastUser.info.system ? { userSystem: lastUser.info.system } : {}),
   });
-  const names = agent.tools.filter((t) => !(BUILTIN_TOOLS as readonly string[]).includes(t));
+  // The worker's step/request.ts sends the same: nothing for a model without tools; read_output
+  // when there is a truncated output to read, task when listed.
+  const toolsOn = capabilitiesFor(agent).tools !== 'none';
+  const names = toolsOn ? agent.tools.filter((t) => !(BUILTIN_TOOLS as readonly string[]).includes(t)) : [];
   const defined = names.length > 0 ? await getToolsByName(deps.db, session.tenantId, names) : [];
-  const tools: ToolDefinition[] = [
-    ...defined.map((t) => ({
-      name: t.name,
-      description: t.config.description,
-      inputSchema: t.config.inputSchema,
-    })),
-    // read_output always, task when listed: the worker's step/request.ts sends the same.
-    ...builtinToolDefinitions(agent.tools, await subagentNames(deps, session)),
-  ];
+  const tools: ToolDefinition[] = toolsOn
+    ? [
+        ...defined.map((t) => ({
+          name: t.name,
+          description: t.config.description,
+          inputSchema: t.config.inputSchema,
+        })),
+        ...builtinToolDefinitions(agent.tools, await subagentNames(deps, session), {
+          readOutput: hasReadableOutput(visible),
+        }),
+      ]
+    : [];
   return { history, visible, system, overhead: requestOverhead(deps.tokenizer, system, tools) };
 }
 

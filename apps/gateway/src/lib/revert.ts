@@ -21,7 +21,8 @@ import { HttpError, notFound } from './http-error.ts';
 //    wait for it, so the status read here still holds at commit: a message posted meanwhile is
 //    appended after the revert, never before it.
 // 2. Refuse with 409 session_busy unless the session is idle or error; 404 for a message that is
-//    not in this session (another tenant's or session's id is unknown here).
+//    not in this session (another tenant's or session's id is unknown here); 409 conflict for a
+//    message an earlier revert already hid.
 // 3. Plan over the whole non-reverted log (core's planRevert: the revert point, widened so no
 //    compaction point is split) and mark every row from `fromSeq` on `reverted` (rows are kept).
 // 4. Store the new boundary pointer (findBoundarySeq of what stays: compactions after the revert
@@ -61,6 +62,12 @@ export async function revertSession(
         `The session is ${session.status}: it can be reverted once it is idle`,
         { status: session.status },
       );
+    // A hidden row is no revert point: reverting to it would hide the live history written
+    // after the earlier revert (t1 t2 t3, revert to t2, t4, "revert to t3" would drop t4).
+    if (target.info.reverted)
+      throw new HttpError('conflict', 'The message is already reverted: pick a message of the live history', {
+        messageId,
+      });
 
     const plan = planRevert(await loadHistory(trx, tenantId, sessionId), target.info.seq);
     const reverted = await markReverted(trx, tenantId, sessionId, plan.fromSeq);

@@ -1,5 +1,6 @@
 import {
   deferredCalls,
+  ingestCap,
   type LateResult,
   newId,
   type Part,
@@ -15,6 +16,7 @@ import {
   setSessionStatus,
   updatePart,
 } from '@loopline/db';
+import { limitsFor } from '@loopline/llm';
 import { controlJobIds, PRIORITY, publishEvents } from '@loopline/queue';
 import type { FastifyBaseLogger } from 'fastify';
 import type { AppDeps } from '../app.ts';
@@ -82,6 +84,10 @@ export async function submitToolResults(
 
     const now = Date.now();
     const toolOutput = session.agent.toolOutput;
+    const maxTokens = ingestCap({
+      ...session.agent,
+      limits: limitsFor(session.agent.model, session.agent.limits),
+    });
     const written: ToolPart[] = [];
     for (const r of results) {
       const call = calls.get(r.callId)!;
@@ -91,6 +97,7 @@ export async function submitToolResults(
         outputId: newId('out'),
         toolOutput,
         tokenizer: deps.tokenizer,
+        maxTokens,
       });
       if (done.full) {
         await saveToolOutput(trx, {

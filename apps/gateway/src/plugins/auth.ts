@@ -1,14 +1,24 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { TenantLimits } from '@loopline/core';
-import { authenticateApiKeyCached } from '@loopline/db';
+import { authenticateApiKeyCached, cachedApiKey, hashApiKey } from '@loopline/db';
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
+import { authGuard } from '../lib/auth-guard.ts';
 import { HttpError } from '../lib/http-error.ts';
+import {
+  DEFAULT_OPERATOR_SESSION_MS,
+  issueOperatorSession,
+  LOGIN_PATH,
+  OPERATOR_COOKIE,
+  readCookie,
+  sessionCookie,
+  verifyOperatorSession,
+} from './operator-session.ts';
 
 // Authentication. Tenants: `Authorization: Bearer <api key>` on /v1/*, resolved to the
 // `request.tenant` decorator. Operators: `Bearer <LOOPLINE_OPERATOR_TOKEN>` on /v1/admin/* and
-// Bull Board; browsers may pass the token once as `?token=` to Bull Board, which trades it for
-// an HttpOnly cookie and redirects to the same page without it.
+// /metrics; browsers sign in at /admin/login (or pass `?token=` once) and get a signed, expiring
+// session cookie for the inspector and Bull Board (plugins/operator-session.ts).
 
 export interface TenantContext {
   id: string;
@@ -41,11 +51,35 @@ export function tenantOf(request: FastifyRequest): TenantContext {
 
 export function tenantAuth(deps: GatewayDeps): onRequestAsyncHookHandler {
   const cacheMs = deps.authCacheMs ?? 2_000;
+  // Failed lookups are throttled per client address and negative-cached (lib/auth-guard.ts).
+  const guard = authGuard({
+    failuresPerMinute: deps.authThrottle?.failuresPerMinute ?? 30,
+    negativeCacheMs: deps.authThrottle?.negativeCacheMs ?? 30_000,
+  });
   return async (request, reply) => {
     const key = bearer(request.headers.authorization);
     if (!key) throw new HttpError('unauthorized', 'Missing API key: send Authorization: Bearer <api key>');
-    const auth = await authenticateApiKeyCached(deps.db, key, cacheMs);
-    if (!auth) throw new HttpError('unauthorized', 'Invalid or revoked API key');
+    const hash = hashApiKey(key);
+    const invalid = () => new HttpError('unauthorized', 'Invalid or revoked API key');
+    if (guard.knownBad(hash)) {
+      guard.failed(request.ip, undefined);
+      throw invalid();
+    }
+    const retryAfter = guard.throttled(request.ip);
+    let auth = retryAfter === undefined ? undefined : cachedApiKey(hash);
+    if (retryAfter !== undefined && !auth) {
+      reply.header('retry-after', String(retryAfter));
+      throw new HttpError(
+        'rate_limited',
+        `Too many failed authentications from this address; retry in ${retryAfter} s`,
+        { retryAfterSeconds: retryAfter },
+      );
+    }
+    auth ??= await authenticateApiKeyCached(deps.db, key, cacheMs);
+    if (!auth) {
+      guard.failed(request.ip, hash);
+      throw invalid();
+    }
     request.tenant = { id: auth.tenantId, keyId: auth.keyId, limits: auth.limits };
     // Every later log line of this request (including Fastify's own) carries the tenant.
     request.log = request.log.child({ tenantId: auth.tenantId });
@@ -71,42 +105,46 @@ export function operatorAuth(operatorToken: string): onRequestAsyncHookHandler {
   };
 }
 
-export const OPERATOR_COOKIE = 'loopline_operator';
-
-/** The cookie holds a MAC of the token, not the token itself. */
-function cookieValue(operatorToken: string): string {
-  return createHmac('sha256', operatorToken).update('loopline bull-board session').digest('base64url');
+export interface BrowserAuthOptions {
+  /** Lifetime of the session cookie set by `?token=` (default 8 h). */
+  sessionMs?: number | undefined;
 }
 
-function readCookie(header: string | undefined, name: string): string | undefined {
-  if (!header) return undefined;
-  for (const pair of header.split(';')) {
-    const eq = pair.indexOf('=');
-    if (eq > 0 && pair.slice(0, eq).trim() === name) return pair.slice(eq + 1).trim();
-  }
-  return undefined;
-}
-
-/** Bull Board: bearer header, the session cookie, or a one-time `?token=` that sets the cookie. */
-export function operatorBrowserAuth(operatorToken: string, basePath: string) {
+/**
+ * Operator pages (inspector, Bull Board): bearer header or the signed session cookie
+ * (plugins/operator-session.ts). `?token=` is only a redirect: it sets the cookie and sends the
+ * browser to the same URL without the token. A browser without either goes to the login page.
+ */
+export function operatorBrowserAuth(operatorToken: string, opts: BrowserAuthOptions = {}) {
+  const ttlMs = opts.sessionMs ?? DEFAULT_OPERATOR_SESSION_MS;
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const token = bearer(request.headers.authorization);
     if (token && sameSecret(token, operatorToken)) return;
     const cookie = readCookie(request.headers.cookie, OPERATOR_COOKIE);
-    if (cookie && sameSecret(cookie, cookieValue(operatorToken))) return;
+    if (cookie && verifyOperatorSession(operatorToken, cookie)) return;
     const url = new URL(request.url, 'http://gateway.invalid');
     const query = url.searchParams.get('token');
-    if (query && sameSecret(query, operatorToken)) {
+    if (query !== null) {
       url.searchParams.delete('token');
-      const secure = request.protocol === 'https' ? '; Secure' : '';
-      reply
-        .header(
-          'set-cookie',
-          `${OPERATOR_COOKIE}=${cookieValue(operatorToken)}; Path=${basePath}; HttpOnly; SameSite=Strict${secure}`,
-        )
-        .redirect(`${url.pathname}${url.search}`, 302);
+      const target = `${url.pathname}${url.search}`;
+      if (sameSecret(query, operatorToken)) {
+        reply
+          .header('set-cookie', sessionCookie(request, issueOperatorSession(operatorToken, ttlMs), ttlMs))
+          .header('cache-control', 'no-store')
+          .header('referrer-policy', 'no-referrer')
+          .redirect(target, 302);
+        return reply;
+      }
+    }
+    if (request.method === 'GET' && /text\/html/.test(request.headers.accept ?? '') && query === null) {
+      reply.redirect(`${LOGIN_PATH}?next=${encodeURIComponent(`${url.pathname}${url.search}`)}`, 303);
       return reply;
     }
-    throw new HttpError('unauthorized', 'Operator token required (Authorization: Bearer, or ?token= once)');
+    throw new HttpError(
+      'unauthorized',
+      `Operator token required: sign in at ${LOGIN_PATH}, or send Authorization: Bearer <operator token>`,
+    );
   };
 }
+
+export { sameSecret };

@@ -13,6 +13,8 @@ export interface BullBoardOptions {
   queues: Queue[];
   operatorToken: string;
   basePath: string;
+  /** Lifetime of the operator session cookie `?token=` sets. */
+  sessionMs?: number | undefined;
 }
 
 export const bullBoardPlugin: FastifyPluginAsync<BullBoardOptions> = async (app, opts) => {
@@ -24,6 +26,6 @@ export const bullBoardPlugin: FastifyPluginAsync<BullBoardOptions> = async (app,
     const p = toProblem(err);
     return { status: p.status as 500, body: { error: { code: p.code, message: p.message } } };
   });
-  app.addHook('onRequest', operatorBrowserAuth(opts.operatorToken, opts.basePath));
+  app.addHook('onRequest', operatorBrowserAuth(opts.operatorToken, { sessionMs: opts.sessionMs }));
   await app.register(serverAdapter.registerPlugin());
 };

@@ -2,7 +2,7 @@ import { type ErrorCode, LooplineError } from '@loopline/core';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { HttpError } from '../lib/http-error.ts';
-import { findJsonProblem } from '../lib/json-guard.ts';
+import { decodeUtf8, findJsonProblem } from '../lib/json-guard.ts';
 import { logBindings } from './request-log.ts';
 
 // The one place that turns errors into HTTP responses: {"error": {"code", "message", "details"?}}.
@@ -137,13 +137,16 @@ export function installErrorHandling(app: FastifyInstance): void {
     }),
   );
 
-  // JSON bodies: the default parser (prototype-poisoning safe), then findJsonProblem (strings and
-  // depth PostgreSQL cannot store). An empty body is "no body"; text/plain is not accepted (415).
+  // JSON bodies: strict UTF-8 (invalid bytes are a 400, not replacement characters), the default
+  // parser (prototype-poisoning safe), then findJsonProblem (strings and depth PostgreSQL cannot
+  // store). An empty body is "no body"; text/plain is not accepted (415).
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser(['application/json', 'text/plain']);
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    if ((body as string).length === 0) return done(null, undefined);
-    parseJson(request, body as string, (err, value) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, raw, done) => {
+    if ((raw as Buffer).length === 0) return done(null, undefined);
+    const body = decodeUtf8(raw as Buffer);
+    if (body === undefined) return done(invalidUtf8(), undefined);
+    parseJson(request, body, (err, value) => {
       if (err) return done(err, undefined);
       const problem = findJsonProblem(value);
       if (problem)
@@ -157,4 +160,9 @@ export function installErrorHandling(app: FastifyInstance): void {
       done(null, value);
     });
   });
+}
+
+/** A body that is not valid UTF-8: 400 invalid_json. */
+export function invalidUtf8(): HttpError {
+  return new HttpError('invalid_json', 'Body is not valid UTF-8', { in: 'body' });
 }

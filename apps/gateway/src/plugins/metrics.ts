@@ -14,6 +14,10 @@ import { operatorAuth } from './auth.ts';
 //   loopline_http_requests_total{method,route,status}
 //   loopline_http_request_duration_seconds{method,route,status}
 //   loopline_sessions_created_total{tenant}, loopline_messages_accepted_total{tenant}
+//                                                   (`tenant` only with metricsTenantLabels)
+//   loopline_sse_streams_open                       SSE streams open now
+//   loopline_sse_streams_total{outcome}             SSE streams ended or refused: client_closed,
+//                                                   server_closed, error, refused (over a cap)
 //   loopline_queue_metrics_up                       1 when the BullMQ counts below were read
 //   bullmq_job_count{queue,state}, bullmq_job_completed_total{queue}, bullmq_job_failed_total{queue}
 //   + prom-client's default process metrics (process_*, nodejs_*)
@@ -25,11 +29,20 @@ export interface GatewayMetrics {
   readonly sessionsCreated: Counter<'tenant'>;
   readonly messagesAccepted: Counter<'tenant'>;
   readonly queueMetricsUp: Gauge;
+  readonly sseOpen: Gauge;
+  readonly sseStreams: Counter<'outcome'>;
+  /** Whether per-tenant counters carry a `tenant` label. */
+  readonly tenantLabels: boolean;
 }
 
 export interface GatewayMetricsOptions {
   /** prom-client's process and Node.js metrics (default true). */
   defaultMetrics?: boolean;
+  /**
+   * `tenant` label on sessions created / messages accepted (default false): one series per tenant,
+   * so only for deployments with a bounded number of tenants.
+   */
+  tenantLabels?: boolean;
 }
 
 export function createGatewayMetrics(opts: GatewayMetricsOptions = {}): GatewayMetrics {
@@ -37,7 +50,10 @@ export function createGatewayMetrics(opts: GatewayMetricsOptions = {}): GatewayM
   const registers = [registry];
   if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
   const http = ['method', 'route', 'status'] as const;
+  const tenantLabels = opts.tenantLabels === true;
+  const tenant = tenantLabels ? (['tenant'] as const) : [];
   return {
+    tenantLabels,
     registry,
     httpRequests: new Counter({
       name: 'loopline_http_requests_total',
@@ -54,19 +70,30 @@ export function createGatewayMetrics(opts: GatewayMetricsOptions = {}): GatewayM
     }),
     sessionsCreated: new Counter({
       name: 'loopline_sessions_created_total',
-      help: 'Sessions created (POST /v1/sessions → 201), by tenant',
-      labelNames: ['tenant'] as const,
+      help: 'Sessions created (POST /v1/sessions → 201)',
+      labelNames: tenant as unknown as ['tenant'],
       registers,
     }),
     messagesAccepted: new Counter({
       name: 'loopline_messages_accepted_total',
-      help: 'User messages accepted (POST /v1/sessions/:id/messages → 202, idempotent replays included), by tenant',
-      labelNames: ['tenant'] as const,
+      help: 'User messages accepted (POST /v1/sessions/:id/messages → 202, idempotent replays included)',
+      labelNames: tenant as unknown as ['tenant'],
       registers,
     }),
     queueMetricsUp: new Gauge({
       name: 'loopline_queue_metrics_up',
       help: '1 when the last scrape read the BullMQ job counts of every queue, else 0',
+      registers,
+    }),
+    sseOpen: new Gauge({
+      name: 'loopline_sse_streams_open',
+      help: 'Server-Sent Event streams open on this gateway',
+      registers,
+    }),
+    sseStreams: new Counter({
+      name: 'loopline_sse_streams_total',
+      help: 'SSE streams ended (client_closed, server_closed, error) or refused over a cap (refused)',
+      labelNames: ['outcome'] as const,
       registers,
     }),
   };
@@ -82,9 +109,10 @@ export function installRequestMetrics(app: FastifyInstance, metrics: GatewayMetr
     metrics.httpDuration.observe(labels, reply.elapsedTime / 1000);
     const tenant = request.tenant?.id;
     if (!tenant || request.method !== 'POST') return;
-    if (route === '/v1/sessions' && reply.statusCode === 201) metrics.sessionsCreated.inc({ tenant });
+    const by = metrics.tenantLabels ? { tenant } : {};
+    if (route === '/v1/sessions' && reply.statusCode === 201) metrics.sessionsCreated.inc(by);
     else if (route === '/v1/sessions/:id/messages' && reply.statusCode === 202)
-      metrics.messagesAccepted.inc({ tenant });
+      metrics.messagesAccepted.inc(by);
   });
 }
 

@@ -13,7 +13,9 @@ import {
   submitBatch,
 } from '../lib/batches.ts';
 import { notFound } from '../lib/http-error.ts';
+import { decodeUtf8 } from '../lib/json-guard.ts';
 import { tenantOf } from '../plugins/auth.ts';
+import { invalidUtf8 } from '../plugins/errors.ts';
 import { ErrorResponse, ID_PATTERN, withErrors } from '../schemas.ts';
 
 // Batches (lib/batches.ts): submit many conversations as JSON or JSONL, follow their progress,
@@ -29,10 +31,12 @@ export const batchRoutes: FastifyPluginAsyncZod = async (app) => {
 
   // JSONL in this scope only: every line is parsed and validated here (a bad line is a 400 with
   // its number), and the upload becomes the JSON body it stands for, agent from ?agent=.
-  app.addContentTypeParser(JSONL, { parseAs: 'string', bodyLimit }, (request, body, done) => {
+  app.addContentTypeParser(JSONL, { parseAs: 'buffer', bodyLimit }, (request, raw, done) => {
+    const body = decodeUtf8(raw as Buffer);
+    if (body === undefined) return done(invalidUtf8(), undefined);
     try {
       const agent = (request.query as { agent?: unknown } | undefined)?.agent;
-      done(null, parseJsonl(body as string, typeof agent === 'string' ? agent : undefined, maxConversations));
+      done(null, parseJsonl(body, typeof agent === 'string' ? agent : undefined, maxConversations));
     } catch (err) {
       done(err as Error, undefined);
     }

@@ -7,7 +7,10 @@ import { tenantOf } from '../plugins/auth.ts';
 import { AcceptedMessage, CompactBody, IdParam, withErrors } from '../schemas.ts';
 
 // Manual compaction: a synthetic user message holding one compaction part (auto: false), then a
-// step. The loop runs it as its pending task; a manual compaction adds no continue message.
+// step. The loop runs it as its pending task at its next step boundary. Between turns it adds
+// nothing and the session stays idle; requested mid-turn (running, or waiting on a client tool)
+// the turn goes on afterwards with the continue message. One with nothing new to summarise, or
+// whose result would not shrink the context, is a recorded no-op.
 
 const refuseWhileCompacting = (status: string) =>
   status === 'compacting' ? new HttpError('conflict', 'The session is already compacting') : undefined;
@@ -21,7 +24,12 @@ export const compactRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags: ['sessions'],
         summary: 'Compact the session now (optional extra instructions for the summary)',
-        description: 'Returns 202 with the compaction message; 409 while the session is compacting.',
+        description:
+          'Returns 202 with the compaction message; 409 while the session is compacting. It runs at the ' +
+          'next step boundary: on an idle session it leaves the session idle; during a turn (running, or ' +
+          'waiting on a client tool) the turn continues afterwards (continue message), and tool results ' +
+          'sent meanwhile are read by the model. With nothing new to summarise, or a result that would not ' +
+          'shrink the context, it is a no-op: recorded (status noop, CompactionNoopError), nothing changed.',
         params: IdParam,
         body: CompactBody,
         response: withErrors({ 202: AcceptedMessage }),

@@ -42,6 +42,8 @@ export const contextRoutes: FastifyPluginAsyncZod = async (app) => {
         flags: state.flags,
         boundary: state.boundary,
         compactions: state.compactions,
+        ratio: state.ratio,
+        estimates: state.estimates,
       };
     },
   );
@@ -57,9 +59,9 @@ export const contextRoutes: FastifyPluginAsyncZod = async (app) => {
           'them, across any number of compaction points: compactions after the revert point stop being ' +
           'boundaries. Reverting to a summary, or to input that arrived while a compaction ran, takes that ' +
           'whole compaction point with it (fromSeq is then its compaction message). Refused with 409 ' +
-          'session_busy unless the session is idle or error (an error status becomes idle). Reverting again ' +
-          'to a hidden message hides only what was added since (0 when nothing was). New input is appended ' +
-          'after the revert.',
+          'session_busy unless the session is idle or error (an error status becomes idle), and with 409 ' +
+          'conflict for a message that is already reverted (it would hide the live history written since). ' +
+          'New input is appended after the revert.',
         params: IdParam,
         body: RevertBody,
         response: withErrors({ 200: RevertResponse }),

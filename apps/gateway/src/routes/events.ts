@@ -1,9 +1,10 @@
 import type { ServerResponse } from 'node:http';
 import { SessionEvent } from '@loopline/core';
-import { duplicateRedis, lastEventId, readEvents } from '@loopline/queue';
+import { createEventHub, lastEventId } from '@loopline/queue';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { HttpError } from '../lib/http-error.ts';
 import { loadSession } from '../lib/sessions.ts';
+import { streamLimiter } from '../lib/stream-limits.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import { EventsHeaders, EventsQuery, IdParam, withErrors } from '../schemas.ts';
 
@@ -15,8 +16,11 @@ import { EventsHeaders, EventsQuery, IdParam, withErrors } from '../schemas.ts';
 // misses nothing (the stream keeps about the last 10,000 events for 7 days). `?after=$` starts at
 // the newest event instead (resolved to a concrete id, so reconnects stay exact).
 //
-// Every client gets its own Redis connection (redis.duplicate()): XREAD BLOCK holds the
-// connection for the whole wait. It is closed when the client goes away or the app closes.
+// Clients share the process's event hub (packages/queue/src/event-hub.ts): two Redis connections
+// per gateway process however many streams are open; each stream is woken by the hub and reads
+// from its own cursor. Open streams are capped per API key and per tenant (GatewayDeps.sse; 429
+// past it) and counted in `loopline_sse_streams_open`; a stream is counted in the HTTP metrics
+// when it ends (its lifetime) and in `loopline_sse_streams_total{outcome}`.
 
 const STREAM_ID = /^\d{1,20}(-\d{1,20})?$/;
 
@@ -44,12 +48,51 @@ function write(raw: ServerResponse, chunk: string): Promise<void> {
   });
 }
 
+/** Waits for a wake-up or `ms`, whichever comes first; true when woken. */
+function waiter() {
+  let pending = false;
+  let resolveWait: ((woken: boolean) => void) | undefined;
+  return {
+    wake() {
+      pending = true;
+      resolveWait?.(true);
+    },
+    wait(ms: number): Promise<boolean> {
+      if (pending) {
+        pending = false;
+        return Promise.resolve(true);
+      }
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => {
+          resolveWait = undefined;
+          resolve(false);
+        }, ms);
+        resolveWait = (woken) => {
+          clearTimeout(timer);
+          resolveWait = undefined;
+          pending = false;
+          resolve(woken);
+        };
+      });
+    },
+  };
+}
+
 export const eventRoutes: FastifyPluginAsyncZod<EventRoutesOptions> = async (app, opts) => {
   const deps = app.deps;
   const heartbeatMs = opts.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
+  const hub = createEventHub(deps.redis, deps.keys);
+  const limits = streamLimiter({
+    maxPerKey: deps.sse?.maxPerKey ?? 20,
+    maxPerTenant: deps.sse?.maxPerTenant ?? 100,
+  });
+  const { metrics } = deps;
   const open = new Set<() => void>();
   app.addHook('preClose', async () => {
     for (const close of open) close();
+  });
+  app.addHook('onClose', async () => {
+    hub.close();
   });
 
   app.get(
@@ -62,7 +105,8 @@ export const eventRoutes: FastifyPluginAsyncZod<EventRoutesOptions> = async (app
         summary: 'Server-Sent Events of the session (resumable with Last-Event-ID)',
         description:
           'Without Last-Event-ID or ?after= the stream starts at the oldest retained event; ?after=$ starts ' +
-          'after the newest. A `: heartbeat` comment is sent after 15 s without events.',
+          'after the newest. A `: heartbeat` comment is sent after 15 s without events. Open streams are ' +
+          'capped per API key and per tenant: 429 `rate_limited` past the cap.',
         params: IdParam,
         querystring: EventsQuery,
         headers: EventsHeaders,
@@ -76,12 +120,11 @@ export const eventRoutes: FastifyPluginAsyncZod<EventRoutesOptions> = async (app
       },
     },
     async (request, reply) => {
-      const tenantId = tenantOf(request).id;
-      const session = await loadSession(deps, tenantId, request.params.id);
+      const tenant = tenantOf(request);
+      const session = await loadSession(deps, tenant.id, request.params.id);
       const requested = request.headers['last-event-id'] ?? request.query.after ?? '0';
       let cursor = requested;
-      if (requested === '$') cursor = await lastEventId(deps.redis, deps.keys, session.id);
-      else if (!STREAM_ID.test(requested))
+      if (requested !== '$' && !STREAM_ID.test(requested))
         throw new HttpError(
           'validation_error',
           'Last-Event-ID / after must be a stream id such as 1700000000000-0',
@@ -89,18 +132,46 @@ export const eventRoutes: FastifyPluginAsyncZod<EventRoutesOptions> = async (app
             issues: [{ path: '/last-event-id', message: 'not a stream id' }],
           },
         );
+      const refused = limits.acquire(tenant.id, tenant.keyId);
+      if (refused) {
+        metrics.sseStreams.inc({ outcome: 'refused' });
+        throw new HttpError('rate_limited', refused.message, refused.details);
+      }
+      let released = false;
+      const release = () => {
+        if (released) return;
+        released = true;
+        limits.release(tenant.id, tenant.keyId);
+        metrics.sseOpen.dec();
+      };
+      metrics.sseOpen.inc();
+      const signal = waiter();
+      let unwatch: (() => void) | undefined;
+      try {
+        if (requested === '$') cursor = await lastEventId(deps.redis, deps.keys, session.id);
+        unwatch = await hub.watch(session.id, signal.wake);
+      } catch (err) {
+        unwatch?.();
+        release();
+        throw err;
+      }
 
-      // Named so an operator (CLIENT LIST) can tell SSE readers apart.
-      const conn = duplicateRedis(deps.redis, { connectionName: `loopline-sse-${session.id}` });
       const raw = reply.raw;
       let closed = false;
+      let outcome: 'client_closed' | 'server_closed' | 'error' = 'client_closed';
       const close = () => {
         if (closed) return;
         closed = true;
         open.delete(close);
-        conn.disconnect();
+        unwatch?.();
+        release();
+        signal.wake();
       };
-      open.add(close);
+      const shutdown = () => {
+        outcome = 'server_closed';
+        close();
+      };
+      open.add(shutdown);
       // The response's 'close' (connection gone); the request's 'close' only means its body was read.
       raw.on('close', close);
 
@@ -116,25 +187,36 @@ export const eventRoutes: FastifyPluginAsyncZod<EventRoutesOptions> = async (app
       log.info({ after: cursor }, 'sse open');
       try {
         while (!closed) {
-          const events = await readEvents(conn, deps.keys, session.id, cursor, heartbeatMs);
+          const events = await hub.read(session.id, cursor);
           if (closed) break;
-          if (events.length === 0) {
-            await write(raw, ': heartbeat\n\n');
-            continue;
+          if (events.length > 0) {
+            let chunk = '';
+            for (const { id, event } of events) {
+              chunk += `id: ${id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+              cursor = id;
+            }
+            await write(raw, chunk);
+            continue; // a full page may have more behind it
           }
-          let chunk = '';
-          for (const { id, event } of events) {
-            chunk += `id: ${id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
-            cursor = id;
-          }
-          await write(raw, chunk);
+          // Nothing new: wait for the hub's wake-up; after heartbeatMs of silence, a heartbeat
+          // (and the next read catches anything a lost wake-up would have announced).
+          const woken = await signal.wait(heartbeatMs);
+          if (!woken && !closed) await write(raw, ': heartbeat\n\n');
         }
       } catch (err) {
-        if (!closed) log.warn({ err }, 'sse stream failed');
+        if (!closed) {
+          outcome = 'error';
+          log.warn({ err }, 'sse stream failed');
+        }
       } finally {
         close();
         raw.end();
-        log.info({ last: cursor }, 'sse closed');
+        metrics.sseStreams.inc({ outcome });
+        // A hijacked reply skips the onResponse hook: count the request here, with its lifetime.
+        const labels = { method: 'GET', route: request.routeOptions.url ?? 'unmatched', status: '200' };
+        metrics.httpRequests.inc(labels);
+        metrics.httpDuration.observe(labels, reply.elapsedTime / 1000);
+        log.info({ last: cursor, outcome }, 'sse closed');
       }
     },
   );

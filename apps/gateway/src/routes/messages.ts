@@ -1,8 +1,9 @@
-import { toModelMessages } from '@loopline/core';
+import { toRequestMessages } from '@loopline/core';
 import { loadHistory, type UserPartInput } from '@loopline/db';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { appendAndWake, appendMessageAndWake, requestHash, withTokens } from '../lib/append.ts';
 import { HttpError, notFound } from '../lib/http-error.ts';
+import { refuseOversizedInput } from '../lib/input-fit.ts';
 import { modelInput } from '../lib/model-view.ts';
 import { loadSession } from '../lib/sessions.ts';
 import { preferWait, waitForTurn } from '../lib/wait-turn.ts';
@@ -36,9 +37,11 @@ export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
           'Returns 202 once the message is stored and the session woken. With an Idempotency-Key, a retry with ' +
           'the same body returns the first response and writes nothing; the same key with another body is 409. ' +
           'A message that arrives while the session runs is marked midRun (steered into the current turn, or ' +
-          'queued, per the agent). With `Prefer: wait=N` (seconds, at most 120) the answer waits for the turn: ' +
-          '200 with the finished turn (the assistant messages and their text) when it ends within N seconds, ' +
-          'else the usual 202 (follow the events or poll the session).',
+          "queued, per the agent). A message too large for the agent's window to ever hold (beside its " +
+          'system prompt) is refused with 413 input_too_large and not stored. With `Prefer: wait=N` ' +
+          '(seconds, at most 120) the answer waits for the turn: 200 with the finished turn (the assistant ' +
+          'messages and their text) when it ends within N seconds, else the usual 202 (follow the events or ' +
+          'poll the session).',
         params: IdParam,
         headers: IdempotencyHeaders.extend(WaitHeaders.shape),
         body: PostMessageBody,
@@ -60,6 +63,8 @@ export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
           ...(f.filename ? { filename: f.filename } : {}),
           tokens: 0,
         });
+      const counted = withTokens(parts, deps.tokenizer);
+      await refuseOversizedInput(deps, tenantId, sessionId, counted, body.system);
       const key = request.headers['idempotency-key'];
       const wait = preferWait(request.headers.prefer);
       const answer = async (response: AcceptedMessage) => {
@@ -87,7 +92,7 @@ export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
         const { response } = await appendMessageAndWake(deps, request.log, {
           tenantId,
           sessionId,
-          parts: withTokens(parts, deps.tokenizer),
+          parts: counted,
           ...(body.system !== undefined ? { system: body.system } : {}),
         });
         return answer(response);
@@ -96,7 +101,7 @@ export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
       const { response } = await appendAndWake(deps, request.log, {
         tenantId,
         session,
-        parts: withTokens(parts, deps.tokenizer),
+        parts: counted,
         ...(body.system !== undefined ? { system: body.system } : {}),
         idempotency: { key, requestHash: requestHash(body) },
       });
@@ -144,7 +149,8 @@ export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
         });
       const agent = session.agent;
       const { visible, system } = await modelInput(deps, session);
-      const messages = toModelMessages(visible, {
+      // Exactly what a model call would send, pair check included.
+      const { messages } = toRequestMessages(visible, {
         steer: agent.midRunMessages === 'steer',
         resendsReasoning: agent.resendsReasoning,
       });

@@ -9,6 +9,7 @@ import {
   type Part,
   type SessionEvent,
   type TextPart,
+  turnInProgress,
   type WithParts,
 } from '@loopline/core';
 import {
@@ -24,6 +25,7 @@ import {
 } from '@loopline/db';
 import type { SessionContext } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
+import { releaseHeldInput } from './held-input.ts';
 import type { LadderResult } from './ladder.ts';
 import type { OpenedSummary } from './summary-message.ts';
 
@@ -59,10 +61,10 @@ export async function commitCompaction(writer: SessionWriter, input: CommitInput
   };
   delete summaryInfo.error;
   // Input that arrived during the compaction keeps the loop going whatever the kind.
-  const waiting = range.pending.some((m) => m.info.role === 'user');
-  const next: NextMove = plan.followUp !== undefined || waiting ? 'step' : 'idle';
+  let next: NextMove = plan.followUp !== undefined ? 'step' : 'idle';
 
   await writer.write(async (trx, emit) => {
+    if (await releaseHeldInput(trx, tenantId, emit, range, turnInProgress(range.frozen))) next = 'step';
     if (!result.persisted) {
       const text: TextPart = {
         id: newId('prt'),
@@ -95,6 +97,7 @@ export async function commitCompaction(writer: SessionWriter, input: CommitInput
       headMessages: plan.head.length,
       tailStartId: plan.tailStartId ?? null,
       model: input.model,
+      requests: result.requests,
       error: result.error ?? null,
     });
     await finishStep(trx, tenantId, opened.ledgerId, { outcome: 'completed', usage: result.usage });

@@ -15,7 +15,6 @@ import type { ClassifiedError } from '@loopline/llm';
 import type { WorkerDeps } from '../deps.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { requestTokens, type SummaryModel, type SummaryOutcome, summarize } from './summarize.ts';
-import { ignoreSummaryParts } from './summary-message.ts';
 
 // The LLM rungs of one head (CONTEXT.md §5.6): one summary request when it fits the summary
 // model's window; otherwise — or when the provider answers "too long" — the head in chunks that
@@ -23,9 +22,10 @@ import { ignoreSummaryParts } from './summary-message.ts';
 // Returns the summary text (streamed into the summary message) or why no LLM summary was made;
 // the caller falls to the structural rung then.
 
+/** `requests`: model requests this head cost (attempts, chunks and the merge), for the compaction record. */
 export type HeadSummary =
-  | { ok: true; text: string; usage: Usage; partIds: string[]; chunked: boolean }
-  | { ok: false; error: ClassifiedError; usage: Usage; partIds: string[] };
+  | { ok: true; text: string; usage: Usage; partIds: string[]; chunked: boolean; requests: number }
+  | { ok: false; error: ClassifiedError; usage: Usage; partIds: string[]; requests: number };
 
 export interface HeadSummaryInput {
   head: WithParts[];
@@ -49,6 +49,7 @@ export async function summarizeHead(deps: WorkerDeps, input: HeadSummaryInput): 
   const { model, ratio } = input;
   const messages = buildCompactionInput(input.head, input.prompt);
   const size = Math.ceil(requestTokens(deps.tokenizer, messages) * ratio);
+  let requests = 0;
   if (!exceedsWindow(size, model.limits)) {
     const out = await summarize(deps, {
       model,
@@ -58,17 +59,29 @@ export async function summarizeHead(deps: WorkerDeps, input: HeadSummaryInput): 
       tenantId: input.writer.ctx.tenantId,
     });
     if (out.ok) return { ...out, chunked: false };
-    if (out.error.kind !== 'overflow') return failed(out, emptyUsage());
-    await ignoreSummaryParts(input.writer, input.summaryMessageId, out.partIds);
+    if (out.error.kind !== 'overflow') return failed(out, emptyUsage(), out.requests);
+    requests = out.requests;
   }
-  return summarizeInChunks(deps, input);
+  return summarizeInChunks(deps, input, requests);
 }
 
-async function summarizeInChunks(deps: WorkerDeps, input: HeadSummaryInput): Promise<HeadSummary> {
+async function summarizeInChunks(
+  deps: WorkerDeps,
+  input: HeadSummaryInput,
+  before: number,
+): Promise<HeadSummary> {
   const { model, ratio, head, signal } = input;
   const fixed = requestTokens(deps.tokenizer, buildCompactionInput([], input.prompt));
   let budget = Math.floor((windowOf(model) / ratio) * 0.9) - fixed;
   let usage = emptyUsage();
+  let requests = before;
+  const gaveUp = (message: string): HeadSummary => ({
+    ok: false,
+    error: { kind: 'overflow', message },
+    usage,
+    partIds: [],
+    requests,
+  });
   for (
     let round = 0;
     round < CHUNK_ROUNDS && budget >= MIN_CHUNK_TOKENS;
@@ -76,10 +89,10 @@ async function summarizeInChunks(deps: WorkerDeps, input: HeadSummaryInput): Pro
   ) {
     const chunks = chunkForSummary(head, budget);
     if (chunks.length === 0) break;
-    if (chunks.length > MAX_CHUNKS) return gaveUp(usage, `the head needs more than ${MAX_CHUNKS} chunks`);
+    if (chunks.length > MAX_CHUNKS) return gaveUp(`the head needs more than ${MAX_CHUNKS} chunks`);
     // A single message larger than a chunk does not shrink by halving.
     if (chunks.some((chunk) => chunk.reduce((s, m) => s + compactionInputTokens(m), 0) > budget)) {
-      return gaveUp(usage, 'one message alone is larger than the summary model window');
+      return gaveUp('one message alone is larger than the summary model window');
     }
     const partials: string[] = [];
     let rejected = false;
@@ -93,20 +106,20 @@ async function summarizeInChunks(deps: WorkerDeps, input: HeadSummaryInput): Pro
         persist: single ? persistTo(input) : undefined,
         tenantId: input.writer.ctx.tenantId,
       });
+      requests += out.requests;
       if (!out.ok) {
-        if (out.error.kind !== 'overflow') return failed(out, usage);
-        await ignoreSummaryParts(input.writer, input.summaryMessageId, out.partIds);
+        if (out.error.kind !== 'overflow') return failed(out, usage, requests);
         rejected = true;
         break;
       }
       usage = addUsage(usage, out.usage);
-      if (single) return { ok: true, text: out.text, usage, partIds: out.partIds, chunked: true };
+      if (single) return { ok: true, text: out.text, usage, partIds: out.partIds, chunked: true, requests };
       partials.push(out.text);
     }
     if (rejected) continue;
     const merge = buildMergeInput(partials, head, input.prompt);
     if (exceedsWindow(Math.ceil(requestTokens(deps.tokenizer, merge) * ratio), model.limits)) {
-      return gaveUp(usage, 'the partial summaries do not fit one merge request');
+      return gaveUp('the partial summaries do not fit one merge request');
     }
     const out = await summarize(deps, {
       model,
@@ -115,16 +128,18 @@ async function summarizeInChunks(deps: WorkerDeps, input: HeadSummaryInput): Pro
       persist: persistTo(input),
       tenantId: input.writer.ctx.tenantId,
     });
-    if (!out.ok) return failed(out, usage);
+    requests += out.requests;
+    if (!out.ok) return failed(out, usage, requests);
     return {
       ok: true,
       text: out.text,
       usage: addUsage(usage, out.usage),
       partIds: out.partIds,
       chunked: true,
+      requests,
     };
   }
-  return gaveUp(usage, 'no chunk size fits the summary model window');
+  return gaveUp('no chunk size fits the summary model window');
 }
 
 function persistTo(input: HeadSummaryInput) {
@@ -138,10 +153,6 @@ function windowOf(model: SummaryModel): number {
   return limits.input || Math.max(0, limits.context - maxOutput);
 }
 
-function failed(out: Extract<SummaryOutcome, { ok: false }>, usage: Usage): HeadSummary {
-  return { ok: false, error: out.error, usage, partIds: out.partIds };
-}
-
-function gaveUp(usage: Usage, message: string): HeadSummary {
-  return { ok: false, error: { kind: 'overflow', message }, usage, partIds: [] };
+function failed(out: Extract<SummaryOutcome, { ok: false }>, usage: Usage, requests: number): HeadSummary {
+  return { ok: false, error: out.error, usage, partIds: out.partIds, requests };
 }

@@ -52,6 +52,8 @@ export interface LadderResult {
   tokensAfter: number;
   /** SummaryGenerationError when an LLM summary failed and the structural rung was used. */
   error: ErrorData | undefined;
+  /** Model requests the whole ladder made (retries, rungs, chunks, merge): one compaction, N requests. */
+  requests: number;
 }
 
 /** The structural summary always gets at least this much room, even when nothing fits. */
@@ -71,6 +73,7 @@ export async function runLadder(deps: WorkerDeps, input: LadderInput): Promise<L
 
   let usage = emptyUsage();
   let error: ErrorData | undefined;
+  let requests = 0;
   for (const { plan, rung } of rungs) {
     const out = await summarizeHead(deps, {
       head: plan.head,
@@ -82,7 +85,10 @@ export async function runLadder(deps: WorkerDeps, input: LadderInput): Promise<L
       signal: input.signal,
     });
     usage = addUsage(usage, out.usage);
+    requests += out.requests;
     if (!out.ok) {
+      // Belt and braces: whatever a failed rung streamed is retired before the next rung.
+      await ignoreSummaryParts(input.writer, input.summaryMessageId, out.partIds);
       if (out.error.kind === 'aborted' || input.signal.aborted)
         throw new Error('compaction aborted: lease lost');
       error = errorData('SummaryGenerationError', out.error.message, { kind: out.error.kind, rung });
@@ -99,6 +105,7 @@ export async function runLadder(deps: WorkerDeps, input: LadderInput): Promise<L
         plan,
         tokensAfter,
         error: undefined,
+        requests,
       };
     }
     log.info(
@@ -107,7 +114,7 @@ export async function runLadder(deps: WorkerDeps, input: LadderInput): Promise<L
     );
     await ignoreSummaryParts(input.writer, input.summaryMessageId, out.partIds);
   }
-  return structuralRung(deps, plans, usage, error);
+  return structuralRung(deps, plans, usage, error, requests);
 }
 
 function structuralRung(
@@ -115,6 +122,7 @@ function structuralRung(
   plans: ReturnType<typeof planCompaction>,
   usage: Usage,
   error: ErrorData | undefined,
+  requests: number,
 ): LadderResult {
   const { withTail, noTail, trigger, ratio } = plans;
   // Keep the verbatim tail when the structural text still fits beside it.
@@ -135,6 +143,7 @@ function structuralRung(
       plan,
       tokensAfter: plans.project(plan, countCapped(deps.tokenizer, text)),
       error,
+      requests,
     };
   }
   /* c8 ignore next */

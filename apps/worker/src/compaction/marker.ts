@@ -11,6 +11,7 @@ export interface MarkerPart {
   auto: boolean;
   overflow: boolean;
   iteration?: number;
+  streak?: number;
   background?: boolean;
   instructions?: string;
 }

@@ -3,16 +3,16 @@ import {
   type CompactionRange,
   countCapped,
   defaultTailBudget,
-  familyPrior,
   messageTokens,
   projectAfterCompaction,
   replayRequest,
   selectTail,
   type Tokenizer,
+  turnInProgress,
   unansweredRequest,
   type WithParts,
 } from '@loopline/core';
-import type { SessionContext } from '../session-context.ts';
+import { type SessionContext, sessionRatio } from '../session-context.ts';
 
 // The two shapes a compaction can take (CONTEXT.md §5.2, §5.6): keep a verbatim tail and
 // summarise the head, or summarise everything. For each, what the summary input is, whether the
@@ -39,6 +39,8 @@ export interface Plans {
   /** Provider tokens per tiktoken token (the session's learned ratio, else the family prior). */
   ratio: number;
   trigger: number;
+  /** A turn was being worked on when the compaction was requested: the loop must carry it on. */
+  turnWasRunning: boolean;
   /** Provider-scale size of the next prompt with a summary of `summaryTokens` (tiktoken). */
   project(plan: CompactionPlan, summaryTokens: number): number;
 }
@@ -46,13 +48,19 @@ export interface Plans {
 export function planCompaction(ctx: SessionContext, range: CompactionRange, tokenizer: Tokenizer): Plans {
   const { agent, budget } = ctx;
   const c = agent.compaction;
-  const ratio = ctx.session.tokenRatio ?? familyPrior(agent.model);
+  // The session's learned ratio (carried across compactions), else the family prior, with its
+  // margin: every size the ladder checks is a bound, so each request it sends fits the window.
+  const learned = sessionRatio(ctx.session, agent);
+  const ratio = learned.ratio * (1 + learned.margin);
   const resendsReasoning = agent.resendsReasoning;
   let pendingTokens = 0;
   for (const m of range.pending) pendingTokens += messageTokens(m, resendsReasoning);
   const request = range.part.overflow ? unansweredRequest(range.frozen) : undefined;
-  // Manual and background compactions append nothing: the loop stops (or stays idle).
-  const appends = range.part.auto && range.part.background !== true;
+  // A background compaction, and a manual one between turns, append nothing: the session stays
+  // idle. An automatic one, and a manual one requested mid-turn, hand the turn back to the loop
+  // with the continue message (or the replayed request).
+  const turnWasRunning = turnInProgress(range.frozen);
+  const appends = range.part.auto ? range.part.background !== true : turnWasRunning;
 
   const project = (plan: Pick<CompactionPlan, 'tail' | 'followUp'>, summaryTokens: number) =>
     projectAfterCompaction({
@@ -89,6 +97,7 @@ export function planCompaction(ctx: SessionContext, range: CompactionRange, toke
     noTail: make(range.frozen, [], undefined),
     ratio,
     trigger: budget.trigger,
+    turnWasRunning,
     project,
   };
 }

@@ -1,4 +1,4 @@
-import { newId, type Part, planPrune, type ToolPart } from '@loopline/core';
+import { newId, type Part, planPrune, pruneOptions, type ToolPart } from '@loopline/core';
 import { finishStep, startStep, updatePart } from '@loopline/db';
 import type { WorkerDeps } from '../deps.ts';
 import type { SessionContext } from '../session-context.ts';
@@ -23,11 +23,7 @@ export async function prunePass(
 ): Promise<PruneResult> {
   const c = ctx.agent.compaction;
   if (!c.prune || deps.flags.disablePrune) return { parts: 0, tokens: 0 };
-  const plan = planPrune(ctx.view, {
-    protectedTools: c.protectedTools,
-    protect: c.pruneProtect,
-    minimum: c.pruneMinimum,
-  });
+  const plan = planPrune(ctx.view, pruneOptions(c, ctx.budget.usable));
   const chosen = new Set(plan.partIds);
   const now = Date.now();
   const marked: ToolPart[] = [];

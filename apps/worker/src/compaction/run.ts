@@ -2,23 +2,28 @@ import {
   type CompactionPart,
   compactionRange,
   errorData,
+  hasNewContent,
   isAbortedReply,
   isCompletedSummary,
+  type ModelCapabilities,
+  ratioState,
+  type ServerFamily,
   turnAborted,
   type WithParts,
 } from '@loopline/core';
 import type { CompactionReason } from '@loopline/db';
-import { limitsFor } from '@loopline/llm';
+import { agentLimits, capabilitiesFor, tokenizerFamily } from '@loopline/llm';
 import { PRIORITY } from '@loopline/queue';
 import type { Logger } from 'pino';
 import { isUserAbort } from '../control/abort.ts';
 import type { WorkerDeps } from '../deps.ts';
 import { sessionPriority } from '../fairness/options.ts';
 import { workerJobIds } from '../job-ids.ts';
-import { loadContext } from '../session-context.ts';
+import { loadContext, type SessionContext, sessionRatio } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { commitCompaction, type NextMove } from './commit.ts';
 import { runLadder } from './ladder.ts';
+import { commitNoop } from './noop.ts';
 import type { SummaryModel } from './summarize.ts';
 import { abandonSummary, openSummary, summaryMessageId } from './summary-message.ts';
 
@@ -75,7 +80,22 @@ export async function runCompaction(
     return next;
   }
 
-  const model = summaryModel(ctx.agent);
+  const model = { ...summaryModel(ctx.agent), ratio: summaryRatio(ctx) };
+  const job = input.job;
+  if (!hasNewContent(range.frozen)) {
+    const why = 'nothing new to summarise since the last summary';
+    const next = await commitNoop(writer, {
+      ctx,
+      range,
+      reason: reasonOf(range.part),
+      model: model.ref,
+      why,
+      job,
+    });
+    log.info({ tokensBefore: ctx.estimate, next }, `compaction is a no-op: ${why}`);
+    if (next === 'step') await wake(deps, tenantId, sessionId, input.markerId, sessionPriority(ctx.session));
+    return next;
+  }
   const opened = await openSummary(writer, {
     markerId: input.markerId,
     partId: range.part.id,
@@ -83,7 +103,7 @@ export async function runCompaction(
     reason: reasonOf(range.part),
     tokensBefore: ctx.estimate,
     stepCount: ctx.session.stepCount,
-    job: input.job,
+    job,
   });
   const started = Date.now();
   let result: Awaited<ReturnType<typeof runLadder>>;
@@ -104,13 +124,35 @@ export async function runCompaction(
     return 'aborted';
   }
   await deps.racepoint?.('compaction:before-commit');
+  // Never applied when it would not shrink the context (a structural summary of a tiny head, a
+  // tail that is already everything): recorded as a no-op instead, and the session goes on.
+  if (result.tokensAfter >= ctx.estimate) {
+    const why = `the best result (${result.rung}, ${result.tokensAfter} tokens) would not shrink the context (${ctx.estimate} tokens)`;
+    const next = await commitNoop(writer, {
+      ctx,
+      range,
+      reason: reasonOf(range.part),
+      model: model.ref,
+      why,
+      opened,
+      requests: result.requests,
+      job,
+    });
+    log.info(
+      { rung: result.rung, tokensBefore: ctx.estimate, tokensAfter: result.tokensAfter, next },
+      'compaction is a no-op',
+    );
+    if (next === 'step') await wake(deps, tenantId, sessionId, input.markerId, sessionPriority(ctx.session));
+    return next;
+  }
   const next = await commitCompaction(writer, { ctx, range, opened, result, model: model.ref });
-  deps.metrics?.compaction(result.rung, range.part.background ? 'background' : reasonOf(range.part));
+  deps.metrics?.compaction(result.rung, reasonOf(range.part));
   log.info(
     {
       rung: result.rung,
       tokensBefore: ctx.estimate,
       tokensAfter: result.tokensAfter,
+      requests: result.requests,
       trigger: ctx.budget.trigger,
       durationMs: Date.now() - started,
       next,
@@ -134,14 +176,29 @@ export function summaryModel(agent: {
   baseURL?: string | undefined;
   limits: SummaryModel['limits'];
   compaction: { model?: string | undefined };
+  server?: ServerFamily | undefined;
+  capabilities?: ModelCapabilities | undefined;
 }): SummaryModel {
   const ref = agent.compaction.model ?? agent.model;
-  const limits = ref === agent.model ? agent.limits : limitsFor(ref);
-  return { ref, baseURL: agent.baseURL, limits };
+  const same = ref === agent.model;
+  const limits = same ? agent.limits : agentLimits({ model: ref, server: agent.server });
+  const template = capabilitiesFor(same ? agent : { model: ref, server: agent.server });
+  return { ref, baseURL: agent.baseURL, limits, template };
+}
+
+/** The summary model's ratio with its margin: the session's own when it is the agent's model. */
+function summaryRatio(ctx: SessionContext): number {
+  const ref = ctx.agent.compaction.model ?? ctx.agent.model;
+  const r =
+    ref === ctx.agent.model
+      ? sessionRatio(ctx.session, ctx.agent)
+      : ratioState({ model: ref, tokenizer: tokenizerFamily({ model: ref }) });
+  return r.ratio * (1 + r.margin);
 }
 
 function reasonOf(part: CompactionPart): CompactionReason {
   if (!part.auto) return 'manual';
+  if (part.background) return 'background';
   return part.overflow ? 'overflow' : 'auto';
 }
 

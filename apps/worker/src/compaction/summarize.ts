@@ -3,6 +3,8 @@ import {
   COMPACTION_SYSTEM_PROMPT,
   countCapped,
   type FinishReason,
+  fitRequest,
+  MESSAGE_FRAMING_TOKENS,
   type ModelLimits,
   type ModelMessage,
   type Tokenizer,
@@ -13,22 +15,35 @@ import type { WorkerDeps } from '../deps.ts';
 import { secondsSince } from '../metrics.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { StreamRecorder } from '../step/stream-recorder.ts';
+import { ignoreSummaryParts } from './summary-message.ts';
 
 // One summary request of the hidden `compaction` agent (CONTEXT.md §5.3): no tools, its own
 // system prompt, streamed. The final summary streams into the summary message as it arrives
 // (like a step's reply); partial chunk summaries are only returned. Rate limits and outages are
 // retried a few times here; anything else is the ladder's to handle (next rung). Never throws
 // for a provider failure, and never decides whether a summary is good enough.
+//
+// Attempts are atomic: an attempt's text lives only in that attempt. One that fails has its
+// streamed parts retired (ignoreSummaryParts: emptied and ignored) before anything else happens,
+// so a retry starts empty and no failed attempt's text is ever part of the summary.
 
 export interface SummaryModel {
   ref: string;
   baseURL?: string | undefined;
   limits: ModelLimits;
+  /** What the model's chat template accepts (capabilities): role alternation, a system role. */
+  template?: { strictAlternation?: boolean; systemRole?: boolean };
+  /**
+   * Provider tokens per tiktoken token, margin included (the session's learned ratio for the
+   * agent's own model): every summary, chunk and merge request is checked against the window with
+   * it before it is sent, output included.
+   */
+  ratio?: number;
 }
 
 export type SummaryOutcome =
-  | { ok: true; text: string; usage: Usage; finish: FinishReason; partIds: string[] }
-  | { ok: false; error: ClassifiedError; partIds: string[] };
+  | { ok: true; text: string; usage: Usage; finish: FinishReason; partIds: string[]; requests: number }
+  | { ok: false; error: ClassifiedError; partIds: string[]; requests: number };
 
 export interface SummarizeInput {
   model: SummaryModel;
@@ -45,20 +60,34 @@ export const SUMMARY_ATTEMPTS = 3;
 const MAX_BACKOFF_MS = 5_000;
 
 export async function summarize(deps: WorkerDeps, input: SummarizeInput): Promise<SummaryOutcome> {
-  const partIds: string[] = [];
   for (let attempt = 1; ; attempt++) {
     const out = await summarizeOnce(deps, input);
-    partIds.push(...out.partIds);
+    // Only the successful attempt's parts are live; a failed one's were retired in summarizeOnce.
     if (out.ok || out.error.kind !== 'retryable' || attempt >= SUMMARY_ATTEMPTS || input.signal.aborted) {
-      return { ...out, partIds };
+      return { ...out, requests: attempt };
     }
     const backoff = Math.min(MAX_BACKOFF_MS, Math.max(out.error.retryAfterMs ?? 0, 500 * 2 ** (attempt - 1)));
     await sleep(backoff, undefined, { signal: input.signal }).catch(() => undefined);
   }
 }
 
-async function summarizeOnce(deps: WorkerDeps, input: SummarizeInput): Promise<SummaryOutcome> {
+type AttemptOutcome = DistributiveOmit<SummaryOutcome, 'requests'>;
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+async function summarizeOnce(deps: WorkerDeps, input: SummarizeInput): Promise<AttemptOutcome> {
   const { model, signal } = input;
+  // Never send a request the window cannot take: the ladder reads an overflow and tries the next rung.
+  const fit = fitRequest(
+    Math.ceil(requestTokens(deps.tokenizer, input.messages) * (model.ratio ?? 1)),
+    model.limits,
+  );
+  if (model.ratio !== undefined && !fit.fits) {
+    return {
+      ok: false,
+      error: { kind: 'overflow', message: 'the summary request would not fit the model window' },
+      partIds: [],
+    };
+  }
   const recorder = input.persist
     ? new StreamRecorder(input.persist.writer, input.persist.messageId, deps.tokenizer)
     : undefined;
@@ -71,7 +100,8 @@ async function summarizeOnce(deps: WorkerDeps, input: SummarizeInput): Promise<S
     system: [COMPACTION_SYSTEM_PROMPT],
     messages: input.messages,
     tools: [],
-    maxOutputTokens: model.limits.output || undefined,
+    maxOutputTokens: fit.output,
+    template: model.template,
     abortSignal: signal,
   });
   // Reasoning and tool calls are not part of a summary: only text blocks are kept.
@@ -105,27 +135,28 @@ async function summarizeOnce(deps: WorkerDeps, input: SummarizeInput): Promise<S
     usage: finish?.usage,
   });
   const partIds = recorder ? [...recorder.written] : [];
+  // An aborted run is closed by its caller (abandonSummary retires every part of the message).
   if (signal.aborted) return { ok: false, error: { kind: 'aborted', message: 'aborted' }, partIds };
   await recorder?.endAll();
   await deps.racepoint?.('compaction:summary-streamed');
-  if (failure || !finish) {
-    return {
-      ok: false,
-      error: failure ?? { kind: 'retryable', message: 'the summary stream ended without a finish' },
-      partIds,
-    };
-  }
   const text = [...blocks.values()].join('\n').trim();
-  if (text === '') {
-    return { ok: false, error: { kind: 'terminal', message: 'the summary model returned no text' }, partIds };
+  if (failure || !finish || text === '') {
+    if (input.persist) await ignoreSummaryParts(input.persist.writer, input.persist.messageId, partIds);
+    const error: ClassifiedError =
+      failure ??
+      (finish
+        ? { kind: 'terminal', message: 'the summary model returned no text' }
+        : { kind: 'retryable', message: 'the summary stream ended without a finish' });
+    return { ok: false, error, partIds: [] };
   }
   return { ok: true, text, usage: finish.usage, finish: finish.finish, partIds };
 }
 
 /** tiktoken count of a request to the compaction agent: its system prompt and every message's text. */
 export function requestTokens(tokenizer: Tokenizer, messages: ModelMessage[]): number {
-  let sum = countCapped(tokenizer, COMPACTION_SYSTEM_PROMPT);
+  let sum = countCapped(tokenizer, COMPACTION_SYSTEM_PROMPT) + MESSAGE_FRAMING_TOKENS;
   for (const m of messages) {
+    sum += MESSAGE_FRAMING_TOKENS; // the template's role markers around each message
     for (const part of m.content) {
       if (part.type === 'text' || part.type === 'reasoning') sum += countCapped(tokenizer, part.text);
       else if (part.type === 'tool-call') sum += countCapped(tokenizer, JSON.stringify(part.input) ?? '');

@@ -98,9 +98,10 @@ export async function openSummary(writer: SessionWriter, input: OpenSummaryInput
 }
 
 /**
- * Marks text parts of the summary message `ignored` (tokens 0): all live ones, or only `only`.
- * A rung whose summary was not used, or an earlier run's leftovers, stay in the log but never
- * count and never reach the model.
+ * Retires text parts of the summary message: all live ones, or only `only`. A retired part is
+ * `ignored`, counts 0 tokens and keeps no text: a failed attempt, a rung whose summary was not
+ * used, or an earlier run's leftovers leave an empty marker in the log (the part ids the live
+ * view already saw), never their words, and never reach the model.
  */
 export async function ignoreSummaryParts(
   writer: SessionWriter,
@@ -116,7 +117,7 @@ export async function ignoreSummaryParts(
   const updated: Part[] = [];
   for (const p of msg.parts) {
     if (p.type !== 'text' || p.ignored || (wanted && !wanted.has(p.id))) continue;
-    updated.push({ ...p, ignored: true, tokens: 0 });
+    updated.push({ ...p, text: '', ignored: true, tokens: 0 });
   }
   if (updated.length === 0) return 0;
   await writer.write(async (trx, emit) => {

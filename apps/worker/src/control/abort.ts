@@ -235,6 +235,7 @@ export async function endAbortedTurn(
     purpose: 'idle',
     overflow: false,
     rejected: false,
+    stepCount: done.session.stepCount,
   });
   await notifyParent(deps, done.session, log);
   return 'stopped';

@@ -3,6 +3,7 @@ import {
   childAnswer,
   type DeferredCall,
   deferredCalls,
+  ingestCap,
   type LateResult,
   newId,
   type Part,
@@ -65,6 +66,7 @@ export async function settleDeferred(
         outputId: newId('out'),
         toolOutput,
         tokenizer: deps.tokenizer,
+        maxTokens: ingestCap(ctx.agent),
       });
       if (done.full) {
         await saveToolOutput(trx, {

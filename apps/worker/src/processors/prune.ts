@@ -30,6 +30,13 @@ export async function processPrune(deps: WorkerDeps, job: Job<PruneJob>, token?:
     const log = deps.logger.child({ tenantId, sessionId, jobId: job.id, purpose: job.data.purpose });
     let ctx = await loadContext(deps, tenantId, sessionId);
     if (!ctx) return;
+    if (job.data.purpose === 'idle' && idlePassObsolete(ctx, job.data)) {
+      log.debug(
+        { stepCount: ctx.session.stepCount, status: ctx.session.status },
+        'session moved on; idle prune skipped',
+      );
+      return;
+    }
     const pruned = await prunePass(deps, writer, ctx, { id: job.id ?? 'unknown', attempt });
     deps.metrics?.pruned(job.data.purpose, pruned.parts, pruned.tokens);
     if (pruned.parts > 0) {
@@ -39,6 +46,16 @@ export async function processPrune(deps: WorkerDeps, job: Job<PruneJob>, token?:
     if (job.data.purpose === 'idle') await scheduleBackground(deps, ctx, log);
     else await compactIfNeeded(deps, writer, ctx, job.data, log);
   });
+}
+
+/**
+ * The idle pass belongs to the idle period it was scheduled for: once a newer turn has run a step
+ * (or is under way), pruning here would act in the middle of that turn and write a second ledger
+ * row for its step. That turn's own end schedules the next idle pass.
+ */
+function idlePassObsolete(ctx: SessionContext, data: PruneJob): boolean {
+  if (data.stepCount === undefined) return false; // enqueued by an older worker
+  return ctx.session.stepCount !== data.stepCount || ctx.session.status !== 'idle';
 }
 
 async function compactIfNeeded(
@@ -85,6 +102,7 @@ async function compactIfNeeded(
     auto: true,
     overflow: data.overflow,
     ...(data.iteration !== undefined ? { iteration: data.iteration } : {}),
+    ...(data.streak !== undefined ? { streak: data.streak } : {}),
   });
   log.info(
     {

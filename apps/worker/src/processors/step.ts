@@ -1,10 +1,4 @@
-import {
-  autoCompactEnabled,
-  compactionsThisTurn,
-  decide,
-  errorData,
-  unansweredRequest,
-} from '@loopline/core';
+import { compactionVerdict, decide, errorData } from '@loopline/core';
 import { jobIds, PRIORITY, type StepJob } from '@loopline/queue';
 import type { Job } from 'bullmq';
 import { cancelBackground } from '../compaction/background.ts';
@@ -76,6 +70,7 @@ export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: s
       flags: deps.flags,
       stepsThisTurn: stepsThisTurn(messages),
       estimate: ctx.estimate,
+      overhead: Math.round(ctx.shape.overheadTokens * (session.tokenRatio ?? 1)),
       // Only read when it can matter: the estimate is at the trigger.
       lastCompactionTokensAfter:
         ctx.estimate >= ctx.budget.trigger
@@ -105,6 +100,7 @@ export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: s
         await requestCompaction(deps, writer, session.stepCount, {
           overflow: action.overflow,
           iteration: action.iteration,
+          streak: action.streak,
           rejected: false,
         });
         return;
@@ -120,6 +116,8 @@ export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: s
             parentId: action.parentId,
             lastStep: action.lastStep,
             shape: ctx.shape,
+            agent: ctx.agent,
+            estimate: ctx.prompt,
             job: { id: job.id ?? 'unknown', attempt },
             signal,
           });
@@ -172,8 +170,9 @@ async function next(
 }
 
 /**
- * The provider rejected the request as too long (CONTEXT.md §2 point 3): a compaction, bounded
- * like any other by maxIterations per turn; with automatic compaction off, a ContextOverflowError.
+ * The provider rejected the request as too long (the third overflow check): a compaction, bounded
+ * by the same loop guard as the pre-call estimate (core compactionVerdict); with automatic
+ * compaction off, a ContextOverflowError.
  */
 async function providerOverflow(
   deps: WorkerDeps,
@@ -181,22 +180,20 @@ async function providerOverflow(
   ctx: SessionContext,
   stepCount: number,
 ) {
-  const { agent, view } = ctx;
-  if (!autoCompactEnabled(agent.compaction, deps.flags)) {
-    await failSession(
-      writer,
-      errorData('ContextOverflowError', 'the provider rejected the request as too long'),
-    );
-    return;
-  }
-  const done = compactionsThisTurn(view);
-  if (done >= agent.compaction.maxIterations) {
-    await failSession(writer, errorData('MaxCompactionReachedError', undefined, { compactions: done }));
+  const verdict = compactionVerdict({
+    messages: ctx.view,
+    compaction: ctx.agent.compaction,
+    flags: deps.flags,
+    rejected: true,
+  });
+  if (verdict.type === 'fail') {
+    await failSession(writer, verdict.error);
     return;
   }
   await requestCompaction(deps, writer, stepCount, {
-    overflow: unansweredRequest(view) !== undefined,
-    iteration: done + 1,
+    overflow: verdict.overflow,
+    iteration: verdict.iteration,
+    streak: verdict.streak,
     rejected: true,
   });
 }
@@ -206,7 +203,7 @@ async function requestCompaction(
   deps: WorkerDeps,
   writer: SessionWriter,
   stepCount: number,
-  opts: { overflow: boolean; iteration: number; rejected: boolean },
+  opts: { overflow: boolean; iteration: number; streak: number; rejected: boolean },
 ) {
   const { tenantId, sessionId, fence } = writer.ctx;
   await setStatus(writer, 'compacting');

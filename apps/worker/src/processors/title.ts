@@ -1,10 +1,18 @@
-import type { WithParts } from '@loopline/core';
-import { getSession, loadHistory, type SessionInfo, setSessionTitleIfUnset } from '@loopline/db';
-import { createModel, streamStep } from '@loopline/llm';
-import { jobIds, PRIORITY, type TitleJob } from '@loopline/queue';
-import type { Job } from 'bullmq';
+import { countCapped, fitRequest, MESSAGE_FRAMING_TOKENS, ratioState, type WithParts } from '@loopline/core';
+import {
+  getSession,
+  getTenantLimitsCached,
+  loadHistory,
+  type SessionInfo,
+  setSessionTitleIfUnset,
+} from '@loopline/db';
+import { agentLimits, capabilitiesFor, createModel, streamStep, tokenizerFamily } from '@loopline/llm';
+import { jobIds, PRIORITY, reserveTokens, settleTokens, type TitleJob } from '@loopline/queue';
+import { DelayedError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { WorkerDeps } from '../deps.ts';
+import { usageTokens } from '../fairness/admission.ts';
+import { fairnessOf } from '../fairness/options.ts';
 import { secondsSince } from '../metrics.ts';
 
 // The title job: after a session's first turn the loop enqueues it (one job id per session), and
@@ -21,6 +29,8 @@ export const TITLE_SYSTEM_PROMPT =
   'trailing punctuation.';
 
 export const TITLE_MAX_CHARS = 80;
+/** max_tokens of a title request: a title is a few words (also capped by the model's output limit). */
+export const TITLE_MAX_TOKENS = 32;
 /** The user's text sent to the title model is clipped to this many characters. */
 const INPUT_MAX_CHARS = 4_000;
 /** The first user message is among the first few messages of a log. */
@@ -46,7 +56,7 @@ export async function enqueueTitle(deps: WorkerDeps, session: SessionInfo, log: 
   }
 }
 
-export async function processTitle(deps: WorkerDeps, job: Job<TitleJob>): Promise<void> {
+export async function processTitle(deps: WorkerDeps, job: Job<TitleJob>, token?: string): Promise<void> {
   const { tenantId, sessionId } = job.data;
   const log = deps.logger.child({ tenantId, sessionId, jobId: job.id, queue: job.queueName });
   const session = await getSession(deps.db, tenantId, sessionId);
@@ -64,6 +74,30 @@ export async function processTitle(deps: WorkerDeps, job: Job<TitleJob>): Promis
 
   const agent = session.agent;
   const model = agent.titleModel ?? agent.model;
+  // The title model's own facts (the agent's when it is the same model).
+  const facts = model === agent.model ? agent : { model, server: agent.server };
+  const caps = capabilitiesFor(facts);
+  const limits = agentLimits(facts);
+  const ratio = ratioState({
+    ...(model === agent.model
+      ? { tokenRatio: session.tokenRatio, tokenRatioWeight: session.tokenRatioWeight }
+      : {}),
+    model,
+    tokenizer: tokenizerFamily(facts),
+  });
+  const tiktoken =
+    countCapped(deps.tokenizer, TITLE_SYSTEM_PROMPT) +
+    countCapped(deps.tokenizer, text) +
+    2 * MESSAGE_FRAMING_TOKENS;
+  const prompt = Math.ceil(tiktoken * ratio.ratio * (1 + ratio.margin));
+  // Small, never above the model's output limit, and inside the window with the prompt.
+  const maxOutputTokens = fitRequest(
+    prompt,
+    limits,
+    Math.min(TITLE_MAX_TOKENS, limits.output || TITLE_MAX_TOKENS),
+  ).output;
+  // The tenant's token budget counts titles like any call: wait for the next window when it is spent.
+  const budget = await reserveTitleTokens(deps, job, token, tenantId, prompt + maxOutputTokens);
   const started = performance.now();
   let reply = '';
   let finished = false;
@@ -73,14 +107,17 @@ export async function processTitle(deps: WorkerDeps, job: Job<TitleJob>): Promis
     system: [TITLE_SYSTEM_PROMPT],
     messages: [{ role: 'user', content: [{ type: 'text', text }] }],
     tools: [],
-    maxOutputTokens: 512,
+    maxOutputTokens,
+    template: caps,
     abortSignal: AbortSignal.timeout(TITLE_TIMEOUT_MS),
   });
+  let used = 0;
   for await (const ev of events) {
     if (ev.type === 'text-delta') reply += ev.text;
     else if (ev.type === 'error') failure = ev.error;
     else if (ev.type === 'finish') {
       finished = true;
+      used = usageTokens(ev.usage);
       deps.metrics?.modelCall({
         purpose: 'title',
         model,
@@ -90,6 +127,13 @@ export async function processTitle(deps: WorkerDeps, job: Job<TitleJob>): Promis
         usage: ev.usage,
       });
     }
+  }
+  if (budget) {
+    // The reported usage replaces the reservation; a call that reported nothing keeps its estimate.
+    const actual = finished && used > 0 ? used : failure ? 0 : budget.tokens;
+    await settleTokens(deps.redis, deps.keys, budget, actual, fairnessOf(deps).tokenWindowMs).catch((err) =>
+      log.warn({ err }, 'title tokens not counted'),
+    );
   }
   if (!finished)
     deps.metrics?.modelCall({
@@ -117,6 +161,30 @@ export async function processTitle(deps: WorkerDeps, job: Job<TitleJob>): Promis
   log.info({ title, model, wrote }, wrote ? 'session titled' : 'session already had a title');
 }
 
+/** Reserves a title call in the tenant's token window; moves the job to the next window when it is spent. */
+async function reserveTitleTokens(
+  deps: WorkerDeps,
+  job: Job,
+  token: string | undefined,
+  tenantId: string,
+  tokens: number,
+) {
+  const opts = fairnessOf(deps);
+  const limit = (await getTenantLimitsCached(deps.db, tenantId)).tokensPerMinute ?? opts.tokensPerMinute;
+  if (!(limit > 0)) return undefined;
+  const answer = await reserveTokens(deps.redis, deps.keys, {
+    tenantId,
+    tokens,
+    limit,
+    windowMs: opts.tokenWindowMs,
+    now: Date.now(),
+  });
+  if (answer.ok) return answer.reservation;
+  if (token === undefined) return undefined; // not run by a BullMQ worker (tests call it directly)
+  await job.moveToDelayed(answer.resumesAt + Math.floor(Math.random() * (opts.tokenWindowMs / 10)), token);
+  throw new DelayedError();
+}
+
 /** The text of the first user message that a person wrote (not a synthetic continue/compaction). */
 export function firstUserText(history: WithParts[]): string | undefined {
   for (const m of history) {
@@ -131,7 +199,7 @@ export function firstUserText(history: WithParts[]): string | undefined {
 }
 
 /**
- * The model's reply as a title: its first non-empty line, without a "Title:" label, quotes,
+ * The model's reply as a title: the first sentence of its first non-empty line, without a "Title:" label, quotes,
  * markdown emphasis or trailing punctuation, whitespace collapsed, at most 80 characters (cut at
  * a word boundary when one is near). Empty when nothing is left.
  */
@@ -141,7 +209,9 @@ export function cleanTitle(reply: string): string {
       .split(/\r?\n/)
       .map((l) => l.trim())
       .find((l) => l !== '') ?? '';
-  let title = line
+  // One sentence: a model that goes on after its title ("Paris weather. This covers…") is cut.
+  const sentence = /^(\S+\s+.+?[.!?])\s+\S/.exec(line)?.[1] ?? line;
+  let title = sentence
     .replace(/^#+\s*/, '')
     .replace(/^title\s*:\s*/i, '')
     .replace(/\s+/g, ' ')

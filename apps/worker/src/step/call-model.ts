@@ -2,16 +2,17 @@ import {
   type AssistantMessage,
   type ErrorData,
   errorData,
-  familyPrior,
+  fitRequest,
   learnRatio,
   maxStepsWrapUp,
-  messageTokens,
   newId,
   type Part,
+  type PromptEstimate,
+  requestTiktokens,
   TASK_TOOL_NAME,
   type ToolConfig,
   type ToolPart,
-  toModelMessages,
+  toRequestMessages,
   type Usage,
   type WithParts,
 } from '@loopline/core';
@@ -30,6 +31,7 @@ import { createModel, type LlmEvent, streamStep } from '@loopline/llm';
 import { isUserAbort } from '../control/abort.ts';
 import type { WorkerDeps } from '../deps.ts';
 import { secondsSince } from '../metrics.ts';
+import { type ResolvedAgent, sessionRatio } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { runTools, type ToolResultWrite, writeToolResult } from '../tools/run-tools.ts';
 import { overheadOf, type RequestShape } from './request.ts';
@@ -57,6 +59,10 @@ export interface CallInput {
   lastStep: boolean;
   /** System blocks and tools (step/request.ts), computed once for the estimate and the call. */
   shape: RequestShape;
+  /** The agent with its limits and capabilities resolved (session-context.ts). */
+  agent: ResolvedAgent;
+  /** The pre-call estimate of this request (kept in the step ledger beside the reported usage). */
+  estimate: PromptEstimate;
   job: { id: string; attempt: number };
   signal: AbortSignal;
 }
@@ -68,7 +74,7 @@ export async function callModel(
 ): Promise<CallOutcome> {
   const { session, history } = input;
   const { tenantId, sessionId } = writer.ctx;
-  const agent = session.agent;
+  const agent = input.agent;
   const step = session.stepCount + 1;
   const messageId = newId('msg');
   const stepId = newId('stp');
@@ -88,7 +94,18 @@ export async function callModel(
       now: Date.now(),
       parts: [stepStart], // inserted with the message, same statement
       ...(starting ? { status: 'running' as const } : {}),
-      stepRow: { id: stepId, jobId: input.job.id, attempt: input.job.attempt },
+      stepRow: {
+        id: stepId,
+        jobId: input.job.id,
+        attempt: input.job.attempt,
+        estimate: {
+          tokens: input.estimate.tokens,
+          bound: input.estimate.bound,
+          anchored: input.estimate.anchored,
+          ratio: input.estimate.ratio,
+          margin: input.estimate.margin,
+        },
+      },
     });
     emit({ type: 'message.updated', message: msg });
     emit({ type: 'part.updated', part: stepStart });
@@ -98,10 +115,17 @@ export async function callModel(
 
   const { system, toolConfigs } = input.shape;
   const toolDefs = input.lastStep ? [] : input.shape.tools;
-  const messages = toModelMessages(history, {
+  // The pair invariant is checked (and a broken pair repaired) before anything is sent.
+  const { messages, problems } = toRequestMessages(history, {
     steer: agent.midRunMessages === 'steer',
     resendsReasoning: agent.resendsReasoning,
   });
+  if (problems.length > 0) {
+    deps.logger.warn(
+      { tenantId: session.tenantId, sessionId, problems: problems.slice(0, 20), count: problems.length },
+      'repaired broken tool call/result pairs before the model call',
+    );
+  }
   if (input.lastStep) messages.push(maxStepsWrapUp());
 
   // Deferred: the parts are written in one transaction after the stream (below), not one by one.
@@ -116,7 +140,9 @@ export async function callModel(
     messages,
     tools: toolDefs,
     temperature: agent.temperature,
-    maxOutputTokens: agent.limits?.output || undefined,
+    // Prompt + output inside the declared window (a server without context shift cuts the reply).
+    maxOutputTokens: fitRequest(input.estimate.bound, agent.limits).output,
+    template: agent.caps,
     abortSignal: input.signal,
   });
   for await (const ev of events) {
@@ -214,11 +240,11 @@ export async function callModel(
   await deps.racepoint?.('tools:done');
 
   // What was sent, counted as the estimate counts it (pruned outputs as their placeholder).
-  const sentTokens =
-    history.reduce((sum, m) => sum + messageTokens(m, agent.resendsReasoning), 0) +
-    overheadOf(deps, system, toolDefs);
+  const sentTokens = requestTiktokens(history, overheadOf(deps, system, toolDefs), agent.resendsReasoning);
   const providerInput = finish.usage.input + finish.usage.cache.read + finish.usage.cache.write;
-  const ratio = learnRatio(session.tokenRatio ?? familyPrior(agent.model), providerInput, sentTokens);
+  // No usage reported (a server that sends none in the stream): nothing is learned, the ratio and
+  // its margin stay as they are, and the next estimate is unanchored (findAnchor skips zeros).
+  const learned = learnRatio(sessionRatio(session, agent), providerInput, sentTokens);
   // The finish: the fence check writes the session's progress; then the parts not written yet
   // (a step without tools), the last tool result, the step-finish part, the message, the ledger.
   const info: AssistantMessage = {
@@ -236,7 +262,11 @@ export async function callModel(
     reason: finish.finish ?? 'other',
     usage: finish.usage,
   };
-  const progress = { lastUsage: { usage: finish.usage, messageSeq: assistant.seq }, tokenRatio: ratio };
+  const progress = {
+    lastUsage: { usage: finish.usage, messageSeq: assistant.seq },
+    // A prior is never stored as if it had been learned.
+    ...(learned.weight > 0 ? { tokenRatio: learned.ratio, tokenRatioWeight: learned.weight } : {}),
+  };
   const stepEnd = { outcome: finish.finish ?? 'other', usage: finish.usage, responseId: finish.responseId };
   if (results.every((r) => !r.full)) {
     // One statement (db fencedStatement): the fence check with the session's usage and ratio, the

@@ -2,6 +2,7 @@ import {
   BUILTIN_TOOLS,
   builtinToolDefinitions,
   canRunAsSubagent,
+  hasReadableOutput,
   PROVIDER_DEFAULT_PROMPT,
   requestOverhead,
   systemBlocks,
@@ -10,7 +11,7 @@ import {
   type WithParts,
 } from '@loopline/core';
 import { getToolsByName, listAgents, type SessionInfo } from '@loopline/db';
-import type { ToolSpec } from '@loopline/llm';
+import { capabilitiesFor, type ToolSpec } from '@loopline/llm';
 import type { WorkerDeps } from '../deps.ts';
 
 // The fixed part of a step's model request: system blocks and tool definitions, and their
@@ -32,18 +33,24 @@ export async function requestShape(
   view: WithParts[],
 ): Promise<RequestShape> {
   const agent = session.agent;
-  const names = agent.tools.filter((t) => !(BUILTIN_TOOLS as readonly string[]).includes(t));
+  // A model without tool support (capabilities.tools "none") is sent no tools and no tool_choice.
+  const toolsOn = capabilitiesFor(agent).tools !== 'none';
+  const names = toolsOn ? agent.tools.filter((t) => !(BUILTIN_TOOLS as readonly string[]).includes(t)) : [];
   const infos = names.length > 0 ? await getToolsByName(deps.db, session.tenantId, names) : [];
   const toolConfigs = new Map<string, ToolConfig>(infos.map((t) => [t.name, t.config]));
-  const tools: ToolSpec[] = [
-    ...infos.map((t) => ({
-      name: t.name,
-      description: t.config.description,
-      inputSchema: t.config.inputSchema,
-    })),
-    // read_output always; task (a subagent in a child session) when the agent lists it.
-    ...(builtinToolDefinitions(agent.tools, await subagentNames(deps, session)) as ToolSpec[]),
-  ];
+  const tools: ToolSpec[] = toolsOn
+    ? [
+        ...infos.map((t) => ({
+          name: t.name,
+          description: t.config.description,
+          inputSchema: t.config.inputSchema,
+        })),
+        // read_output when the view has a truncated output to read; task when the agent lists it.
+        ...(builtinToolDefinitions(agent.tools, await subagentNames(deps, session), {
+          readOutput: hasReadableOutput(view),
+        }) as ToolSpec[]),
+      ]
+    : [];
   // View order, as the gateway's model view does: the last user message the model will read.
   const lastUser = [...view].reverse().find((m) => m.info.role === 'user');
   const system = systemBlocks({

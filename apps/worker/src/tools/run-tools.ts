@@ -1,6 +1,7 @@
 import {
   type AgentConfig,
   countPart,
+  ingestCap,
   LooplineError,
   newId,
   type SessionEvent,
@@ -10,6 +11,7 @@ import {
 } from '@loopline/core';
 import { saveToolOutput, type Trx, updatePart } from '@loopline/db';
 import type { WorkerDeps } from '../deps.ts';
+import { resolveAgent } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { deferCall } from './deferred.ts';
 import { readOutput } from './read-output.ts';
@@ -134,7 +136,13 @@ async function runOne(
   let outputId: string | undefined;
   if (result) {
     outputId = newId('out');
-    const cut = truncateToolOutput(result.output, { ...agent.toolOutput, outputId });
+    // The window's share caps one output too (exact tokens): none may force a compaction alone.
+    const cut = truncateToolOutput(result.output, {
+      ...agent.toolOutput,
+      outputId,
+      maxTokens: ingestCap(resolveAgent(agent)),
+      tokenizer: deps.tokenizer,
+    });
     if (cut.truncated) full = result.output;
     done = {
       ...call,

@@ -125,10 +125,20 @@ export const CompactionPart = PartBase.extend({
    */
   iteration: z.number().int().positive().optional(),
   /**
+   * 1-based number of this compaction in its run of compactions with no completed model step in
+   * between (the loop guard's count, bounded by maxIterations), set when the loop creates it.
+   */
+  streak: z.number().int().positive().optional(),
+  /**
    * Written by the idle-session background job (seed 004's compactionThreshold): like `auto`, but
    * nothing is appended afterwards and the loop is not restarted.
    */
   background: z.boolean().optional(),
+  /**
+   * Set by the compaction job when it found nothing new to summarise, or a result that would not
+   * shrink the context: the point is closed without a summary (no boundary) and is never run again.
+   */
+  noop: z.boolean().optional(),
 });
 
 export const SubtaskPart = PartBase.extend({

@@ -20,8 +20,13 @@ export const ToolConfig = z.discriminatedUnion('kind', [
     kind: z.literal('client'),
     description: z.string().max(10_000).default(''),
     inputSchema: JsonSchemaObject,
-    /** Unanswered calls become errors after this long. */
-    timeoutMs: z.number().int().positive().optional(),
+    /** Unanswered calls become errors after this long (at most a week). */
+    timeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .max(7 * 86_400_000)
+      .optional(),
   }),
 ]);
 export type ToolConfig = z.infer<typeof ToolConfig>;

@@ -191,6 +191,37 @@ function turnEndAfter(sorted: WithParts[], i: number): WithParts | undefined {
   return undefined;
 }
 
+/**
+ * A turn was still being worked on at the end of `view` (the model view before a compaction
+ * message): a user message was sent and no reply has ended that turn yet (no final reply, no
+ * abort, no failure recorded after it). A compaction requested then must hand the turn back to
+ * the loop; one requested on an idle (or failed) session appends nothing and leaves it idle.
+ */
+export function turnInProgress(view: WithParts[]): boolean {
+  let lastUser: WithParts | undefined;
+  let lastReply: WithParts | undefined;
+  for (const m of view) {
+    if (m.info.role === 'user') {
+      if (!lastUser || m.info.seq > lastUser.info.seq) lastUser = m;
+    } else if (m.info.summary !== true && (!lastReply || m.info.seq > lastReply.info.seq)) lastReply = m;
+  }
+  if (!lastUser) return false;
+  // A manual or background compaction marker alone (nothing asked since) opens no turn.
+  if (!lastReply && !view.some(isTurnStart)) return false;
+  if (lastReply && lastReply.info.seq > lastUser.info.seq) {
+    if (isFinalReply(lastReply) || isAbortedReply(lastReply) || isTurnError(lastReply)) return false;
+  } else if (lastUser.info.role === 'user' && lastUser.info.synthetic && !isTurnStart(lastUser)) {
+    // The newest user message is a marker of an earlier compaction: what came before it decides.
+    return turnInProgress(view.filter((m) => m !== lastUser));
+  }
+  return true;
+}
+
+/** The record of a turn that ended in an error (see turnErrorMessage in the worker): never shown to the model. */
+export function isTurnError(msg: WithParts): boolean {
+  return msg.info.role === 'assistant' && msg.info.finish === 'error' && msg.info.error !== undefined;
+}
+
 /** A client tool call the session waits on, as GET /v1/sessions/:id lists it. */
 export interface PendingClientCall {
   callId: string;

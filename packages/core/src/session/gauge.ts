@@ -10,7 +10,7 @@ import type { Part } from '../schema/part.ts';
 import { estimateNextPrompt, familyPrior, findAnchor } from './estimate.ts';
 import { autoCompactEnabled, contextBudget } from './overflow.ts';
 import { CLEARED_TOOL_OUTPUT } from './placeholders.ts';
-import { planPrune } from './prune.ts';
+import { planPrune, pruneOptions } from './prune.ts';
 import { defaultTailBudget, selectTail } from './tail.ts';
 import { countCappedMemo, estimateTokens, messageTokens, type Tokenizer } from './tokens.ts';
 import { pendingCompaction } from './turn.ts';
@@ -43,6 +43,7 @@ export type GaugeCompaction = Partial<
     | 'protectedTools'
     | 'pruneProtect'
     | 'pruneMinimum'
+    | 'pruneProtectSteps'
   >
 >;
 
@@ -55,6 +56,8 @@ export interface GaugeInput {
   flags?: Partial<RuntimeFlags> | undefined;
   /** The agent's model ref, for the tokenizer prior. */
   model?: string | undefined;
+  /** Template tokens per message (MESSAGE_FRAMING_TOKENS, as the worker counts); default 0. */
+  framing?: number;
   /** Provider tokens per tiktoken token learned for this session; default familyPrior(model). */
   ratio?: number | undefined;
   resendsReasoning?: boolean | undefined;
@@ -139,17 +142,14 @@ export function contextGauge(input: GaugeInput): ContextGauge {
     anchor: findAnchor(messages),
     messages,
     ratio,
+    framing: input.framing,
     resendsReasoning,
     overhead: input.overhead ?? 0,
   });
 
   const pruneOn = pruneEnabled(compaction, flags);
   const plan = pruneOn
-    ? planPrune(messages, {
-        ...(compaction.protectedTools ? { protectedTools: compaction.protectedTools } : {}),
-        ...(compaction.pruneProtect !== undefined ? { protect: compaction.pruneProtect } : {}),
-        ...(compaction.pruneMinimum !== undefined ? { minimum: compaction.pruneMinimum } : {}),
-      })
+    ? planPrune(messages, pruneOptions(compaction, budget.usable))
     : { partIds: [], tokens: 0 };
   const pruneFreed = Math.max(0, plan.tokens - plan.partIds.length * estimateTokens(CLEARED_TOOL_OUTPUT));
 

@@ -6,8 +6,9 @@ import type { AgentConfig, RuntimeFlags } from '../config.ts';
 import { type ErrorData, errorData } from '../errors.ts';
 import type { WithParts } from '../schema/message.ts';
 import { type DeferredCall, deferredCalls, turnAborted } from './control.ts';
+import { compactionVerdict } from './loop-guard.ts';
 import { contextBudget, exceedsWindow, isOverflow } from './overflow.ts';
-import { compactionsThisTurn, isTurnStart, newestByRole, pendingCompaction } from './turn.ts';
+import { newestByRole, pendingCompaction } from './turn.ts';
 
 export type LoopAction =
   /** `aborted`: the newest reply, newer than the newest user message, was ended by POST …/abort. */
@@ -21,10 +22,11 @@ export type LoopAction =
   | { type: 'run-compaction'; messageId: string; partId: string }
   /**
    * The pre-call estimate overflows: write a compaction message (its part gets `auto: true`,
-   * `overflow`, and `iteration`) and end this step. `overflow` is true when the unanswered newest
-   * message is the user's own request, which is replayed after the summary instead of "continue".
+   * `overflow`, `iteration` and `streak`) and end this step. `overflow` is true when the unanswered
+   * newest message is the user's own request, which is replayed after the summary instead of
+   * "continue". Decided by compactionVerdict (loop-guard.ts), as on a provider rejection.
    */
-  | { type: 'create-compaction'; overflow: boolean; iteration: number }
+  | { type: 'create-compaction'; overflow: boolean; iteration: number; streak: number }
   | { type: 'fail'; error: ErrorData }
   /** Call the model once; on `lastStep` tools are withheld and maxStepsWrapUp() is appended. */
   | { type: 'call'; parentId: string; lastStep: boolean };
@@ -40,6 +42,12 @@ export interface DecideInput {
   estimate: number;
   /** The session's last compaction result (its `tokensAfter`), for the no-loop growth guard. */
   lastCompactionTokensAfter?: number | undefined;
+  /**
+   * Tokens of what no compaction can shrink (system prompt and tool definitions), on the
+   * estimate's scale. When they alone reach the trigger the turn ends with ContextOverflowError
+   * instead of compacting in vain.
+   */
+  overhead?: number | undefined;
 }
 
 /** A reply the loop is done with: closed, not asking for tools, holding no tool calls. */
@@ -74,22 +82,21 @@ export function decide(input: DecideInput): LoopAction {
   const { compaction, limits } = agent;
   if (isOverflow({ count: estimate, limits, compaction, flags })) {
     const trigger = contextBudget(limits!, compaction).trigger;
+    if (input.overhead !== undefined && input.overhead >= trigger) {
+      return {
+        type: 'fail',
+        error: errorData(
+          'ContextOverflowError',
+          `the system prompt and tool definitions alone (${input.overhead} tokens) reach the compaction trigger (${trigger}); no compaction can make room`,
+          { overhead: input.overhead, trigger },
+        ),
+      };
+    }
     const after = input.lastCompactionTokensAfter;
     // No loop: a compaction that left the context near the trigger must not fire again at once,
-    // unless the call cannot fit at all (maxIterations still bounds that case).
+    // unless the call cannot fit at all (the loop guard still bounds that case).
     const grew = after === undefined || estimate - after >= compaction.growthMargin * trigger;
-    if (grew || exceedsWindow(estimate, limits)) {
-      const done = compactionsThisTurn(messages);
-      if (done >= compaction.maxIterations) {
-        return {
-          type: 'fail',
-          error: errorData('MaxCompactionReachedError', undefined, { compactions: done }),
-        };
-      }
-      const overflow =
-        isTurnStart(lastUser) && (!lastAssistant || lastUser.info.seq > lastAssistant.info.seq);
-      return { type: 'create-compaction', overflow, iteration: done + 1 };
-    }
+    if (grew || exceedsWindow(estimate, limits)) return compactionVerdict({ messages, compaction, flags });
   }
   // With automatic compaction off, a prompt that cannot fit is an error now, not after paying for
   // a call the provider rejects.

@@ -69,3 +69,25 @@ export function exceedsWindow(count: number, limits: ModelLimits | undefined): b
   const maxOutput = Math.min(limits.output, OUTPUT_TOKEN_MAX) || OUTPUT_TOKEN_MAX;
   return count > (limits.input || limits.context - maxOutput);
 }
+
+export interface RequestFit {
+  /** prompt + output fits the context (and the prompt the input limit, when there is one). */
+  fits: boolean;
+  /** max_tokens to ask for: the wanted output, cut to the room the window leaves. */
+  output: number;
+}
+
+/**
+ * Whether a request fits the declared window in the provider's tokens, output included, and how
+ * much output it may ask for. `prompt` is a bound (PromptEstimate.bound or a tiktoken count × the
+ * ratio with its margin); `wanted` defaults to the model's max output (contextBudget.maxOutput).
+ * Every request Loopline sends — step, summary, chunk, merge, title — is sized with this.
+ */
+export function fitRequest(prompt: number, limits: ModelLimits | undefined, wanted?: number): RequestFit {
+  const cap = limits ? Math.min(limits.output, OUTPUT_TOKEN_MAX) || OUTPUT_TOKEN_MAX : OUTPUT_TOKEN_MAX;
+  const want = Math.max(1, Math.min(wanted ?? cap, cap));
+  if (!limits || limits.context <= 0) return { fits: true, output: want };
+  const room = Math.max(0, limits.context - prompt);
+  const inputOk = limits.input === undefined || prompt <= limits.input;
+  return { fits: inputOk && prompt + want <= limits.context, output: Math.max(1, Math.min(want, room)) };
+}

@@ -1,8 +1,21 @@
-// Second line of defence (CONTEXT.md §3.2): choose old tool outputs to clear, without an LLM.
-// Only plans: the prune job sets `time.compacted` on the returned parts (the outputs stay stored)
-// and the model then sees `[Old tool result content cleared]`.
+// Second line of defence (docs/context.md, "Prune"): choose old tool outputs to clear, without
+// an LLM. Only plans: the prune job sets `time.compacted` on the returned parts (the outputs stay
+// stored) and the model then sees `[Old tool result content cleared]`. The call and its (cleared)
+// result stay together, so tool pairing is untouched.
+//
+// Protection counts assistant messages (steps), not user turns: a long single-turn task is one
+// turn, and protecting turns would shield all of it. The token thresholds scale with the window:
+// upstream's 40,000 / 20,000 exceed the whole of a 16k or 32k window.
 
-import { PRUNE_MINIMUM, PRUNE_PROTECT, PRUNE_PROTECTED_TOOLS } from '../config.ts';
+import type { CompactionConfig } from '../config.ts';
+import {
+  PRUNE_MINIMUM,
+  PRUNE_MINIMUM_SHARE,
+  PRUNE_PROTECT,
+  PRUNE_PROTECT_SHARE,
+  PRUNE_PROTECT_STEPS,
+  PRUNE_PROTECTED_TOOLS,
+} from '../config.ts';
 import type { WithParts } from '../schema/message.ts';
 import { storedOutputTokens } from './tokens.ts';
 
@@ -13,6 +26,32 @@ export interface PruneOptions {
   minimum?: number;
   /** The newest outputs up to this many tokens stay. */
   protect?: number;
+  /** The tool outputs of this many newest assistant messages stay, whatever their size. */
+  protectSteps?: number;
+}
+
+/** Default thresholds for a usable window: min(40,000, 25 %) protected, min(20,000, 10 %) minimum. */
+export function pruneDefaults(usable: number): { protect: number; minimum: number } {
+  return {
+    protect: Math.min(PRUNE_PROTECT, Math.floor(usable * PRUNE_PROTECT_SHARE)),
+    minimum: Math.min(PRUNE_MINIMUM, Math.floor(usable * PRUNE_MINIMUM_SHARE)),
+  };
+}
+
+/** The agent's prune options for its usable window (configured values win over the defaults). */
+export function pruneOptions(
+  compaction: Partial<
+    Pick<CompactionConfig, 'protectedTools' | 'pruneProtect' | 'pruneMinimum' | 'pruneProtectSteps'>
+  >,
+  usable: number,
+): Required<PruneOptions> {
+  const defaults = pruneDefaults(usable);
+  return {
+    protectedTools: compaction.protectedTools ?? PRUNE_PROTECTED_TOOLS,
+    protect: compaction.pruneProtect ?? defaults.protect,
+    minimum: compaction.pruneMinimum ?? defaults.minimum,
+    protectSteps: compaction.pruneProtectSteps ?? PRUNE_PROTECT_STEPS,
+  };
 }
 
 export interface PrunePlan {
@@ -22,8 +61,8 @@ export interface PrunePlan {
 }
 
 /**
- * Walk `messages` (model-view order: filterCompacted output) newest → oldest: skip the two newest
- * user turns, stop at a summary message or at an output already cleared (everything older was
+ * Walk `messages` (model-view order: filterCompacted output) newest → oldest: skip the tool
+ * outputs of the `protectSteps` newest assistant messages, stop at a summary message or at an output already cleared (everything older was
  * handled by an earlier prune), skip protected tools, and sum completed outputs; once the sum
  * passes `protect`, every further output is a candidate. Returns the candidates only if they add up
  * to more than `minimum`.
@@ -32,15 +71,16 @@ export function planPrune(messages: WithParts[], opts: PruneOptions = {}): Prune
   const protectedTools = opts.protectedTools ?? PRUNE_PROTECTED_TOOLS;
   const minimum = opts.minimum ?? PRUNE_MINIMUM;
   const protect = opts.protect ?? PRUNE_PROTECT;
+  const protectSteps = opts.protectSteps ?? PRUNE_PROTECT_STEPS;
   const partIds: string[] = [];
   let total = 0;
   let candidates = 0;
-  let turns = 0;
+  let steps = 0;
   walk: for (let i = messages.length - 1; i >= 0; i--) {
     const msg = messages[i]!;
-    if (msg.info.role === 'user') turns++;
-    if (turns < 2) continue;
-    if (msg.info.role === 'assistant' && msg.info.summary) break;
+    if (msg.info.role !== 'assistant') continue;
+    if (msg.info.summary) break;
+    if (++steps <= protectSteps) continue;
     for (let j = msg.parts.length - 1; j >= 0; j--) {
       const part = msg.parts[j]!;
       if (part.type !== 'tool' || part.state.status !== 'completed') continue;

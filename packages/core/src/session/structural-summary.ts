@@ -12,6 +12,17 @@ import { isTurnStart } from './turn.ts';
 export const STRUCTURAL_MAX_ACTIONS = 40;
 export const STRUCTURAL_MAX_RESOURCES = 100;
 export const STRUCTURAL_MAX_REQUESTS = 10;
+/** Characters of one earlier request, and of the last request, quoted in the summary. */
+export const STRUCTURAL_REQUEST_CHARS = 200;
+export const STRUCTURAL_LAST_REQUEST_CHARS = 1_000;
+
+/** A bounded excerpt of `text`: its beginning and its end, with how much was left out. */
+export function excerpt(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const head = Math.floor(max * 0.7);
+  const tail = max - head;
+  return `${text.slice(0, head)}\n… [${text.length - head - tail} characters omitted] …\n${text.slice(text.length - tail)}`;
+}
 
 function oneLine(text: string, max: number): string {
   const flat = text.replace(/\s+/g, ' ').trim();
@@ -98,12 +109,14 @@ export function structuralSummary(head: WithParts[]): string {
   const previous = previousSummary(head);
   if (previous) out.push(`## Earlier state\n${previous}`);
 
-  const requests = messages.filter(isTurnStart).map(userText).filter(Boolean);
+  // Every request but the last one (quoted once, below), one line each.
+  const turnStarts = messages.filter(isTurnStart);
+  const requests = turnStarts.slice(0, -1).map(userText).filter(Boolean);
   if (requests.length > 0) {
     const shown = requests.slice(-STRUCTURAL_MAX_REQUESTS);
     const skipped = requests.length - shown.length;
     out.push(
-      `## User requests\n${skipped > 0 ? `(${skipped} earlier requests omitted)\n` : ''}${shown.map((r) => `- ${oneLine(r, 300)}`).join('\n')}`,
+      `## User requests\n${skipped > 0 ? `(${skipped} earlier requests omitted)\n` : ''}${shown.map((r) => `- ${oneLine(r, STRUCTURAL_REQUEST_CHARS)}`).join('\n')}`,
     );
   }
 
@@ -132,11 +145,10 @@ export function structuralSummary(head: WithParts[]): string {
     );
   }
 
-  const lastRequest = [...messages].reverse().find(isTurnStart);
+  const lastRequest = turnStarts.at(-1);
   if (lastRequest) {
     const text = userText(lastRequest);
-    const capped = text.length > 2_000 ? `${text.slice(0, 2_000)}…` : text;
-    out.push(`## Last user request\n${capped || '(no text)'}`);
+    out.push(`## Last user request\n${excerpt(text, STRUCTURAL_LAST_REQUEST_CHARS) || '(no text)'}`);
   }
   return out.join('\n\n');
 }

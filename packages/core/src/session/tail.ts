@@ -61,6 +61,14 @@ export function selectTail(messages: WithParts[], opts: TailOptions): TailSplit 
   return { head, tail, tailStartId: tail[0]!.info.id };
 }
 
+/**
+ * Something a compaction of `messages` would summarise for the first time: a message that is not a
+ * compaction marker nor a summary (those are already told). Without it, a compaction is a no-op.
+ */
+export function hasNewContent(messages: WithParts[]): boolean {
+  return messages.some(isNewContent);
+}
+
 // The previous boundary (its compaction message and summary) is already summarised.
 function isNewContent(msg: WithParts): boolean {
   if (msg.info.role === 'assistant') return msg.info.summary !== true;

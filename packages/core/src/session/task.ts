@@ -53,14 +53,38 @@ export function taskToolDefinition(subagents: readonly string[]): ToolDefinition
   };
 }
 
-/** Built-in tools an agent is sent besides its own: read_output always, task when listed. */
+/**
+ * Built-in tools an agent is sent besides its own: read_output when there is something to read
+ * (`readOutput`, default true) or the agent lists it, task when listed.
+ */
 export function builtinToolDefinitions(
   agentTools: readonly string[],
   subagents: readonly string[],
+  opts: { readOutput?: boolean } = {},
 ): ToolDefinitionShape[] {
-  const out: ToolDefinitionShape[] = [READ_OUTPUT_TOOL as unknown as ToolDefinitionShape];
+  const out: ToolDefinitionShape[] = [];
+  if (opts.readOutput !== false || agentTools.includes(READ_OUTPUT_TOOL.name)) {
+    out.push(READ_OUTPUT_TOOL as unknown as ToolDefinitionShape);
+  }
   if (agentTools.includes(TASK_TOOL_NAME)) out.push(taskToolDefinition(subagents));
   return out;
+}
+
+/**
+ * The model view holds a tool output cut at ingest whose read_output hint the model can still see
+ * (not pruned): only then is read_output offered, so a model that has nothing to read is not
+ * tempted to call it, and a request stays small.
+ */
+export function hasReadableOutput(view: readonly WithParts[]): boolean {
+  return view.some((m) =>
+    m.parts.some(
+      (p) =>
+        p.type === 'tool' &&
+        p.state.status === 'completed' &&
+        p.state.truncated !== undefined &&
+        p.state.time.compacted === undefined,
+    ),
+  );
 }
 
 /** What a finished child session gives its parent's task call. */

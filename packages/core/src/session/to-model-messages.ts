@@ -71,7 +71,8 @@ function userMessage(msg: WithParts, opts: ToModelOptions): UserModelMessage | u
         }
         break;
       case 'compaction':
-        content.push({ type: 'text', text: COMPACTION_QUESTION });
+        // A compaction that was a no-op asked nothing: its marker is not a question to the model.
+        if (!part.noop) content.push({ type: 'text', text: COMPACTION_QUESTION });
         break;
       case 'subtask':
         content.push({ type: 'text', text: SUBTASK_TEXT });

@@ -26,7 +26,14 @@ export interface ResolvedToolPart {
 export function resolveToolPart(
   call: ToolPart,
   result: LateResult,
-  opts: { now: number; outputId: string; toolOutput: ToolOutputConfig; tokenizer: Tokenizer },
+  opts: {
+    now: number;
+    outputId: string;
+    toolOutput: Partial<ToolOutputConfig>;
+    tokenizer: Tokenizer;
+    /** The window's cap on one output (ingestCap), counted with `tokenizer`. */
+    maxTokens?: number | undefined;
+  },
 ): ResolvedToolPart {
   const input = call.state.input;
   const start = call.state.status === 'running' ? call.state.time.start : opts.now;
@@ -36,7 +43,12 @@ export function resolveToolPart(
     const part: ToolPart = { ...call, state: { status: 'error', input, error: result.error, time } };
     return { part: countPart(part, opts.tokenizer) };
   }
-  const cut = truncateToolOutput(result.output, { ...opts.toolOutput, outputId: opts.outputId });
+  const cut = truncateToolOutput(result.output, {
+    ...opts.toolOutput,
+    outputId: opts.outputId,
+    maxTokens: opts.maxTokens,
+    tokenizer: opts.tokenizer,
+  });
   const part: ToolPart = {
     ...call,
     state: {

@@ -1,8 +1,16 @@
-// First line of defence (CONTEXT.md §3.1): a tool output over 2,000 lines or 50 KiB is cut at
+// First line of defence (docs/context.md, "Truncate at ingest"): a tool output over 2,000 lines
+// or 50 KiB — or over its share of the usable window in tokens, whichever is smaller — is cut at
 // ingest to a preview, a marker and a hint naming `read_output`; the worker stores the full text.
-// Also the pure reader behind `read_output` (slices and pattern search of a stored output).
 
-import { TRUNCATE_MAX_BYTES, TRUNCATE_MAX_LINES } from '../config.ts';
+import {
+  type ModelLimits,
+  type ToolOutputConfig,
+  TRUNCATE_MAX_BYTES,
+  TRUNCATE_MAX_LINES,
+  TRUNCATE_WINDOW_SHARE,
+} from '../config.ts';
+import { type BudgetConfig, contextBudget } from './overflow.ts';
+import { countCapped, type Tokenizer } from './tokens.ts';
 
 export interface TruncateOptions {
   maxLines?: number;
@@ -11,6 +19,12 @@ export interface TruncateOptions {
   direction?: 'head' | 'tail';
   /** Id under which the full output is stored; the hint tells the model to read it with this id. */
   outputId: string;
+  /**
+   * Token cap of the whole result (preview, marker and hint), counted exactly with `tokenizer`:
+   * the window's share (ingestTokenCap). Ignored without a tokenizer.
+   */
+  maxTokens?: number | undefined;
+  tokenizer?: Tokenizer | undefined;
 }
 
 export interface TruncationInfo {
@@ -77,11 +91,15 @@ export function truncateToolOutput(text: string, opts: TruncateOptions): Truncat
   const maxLines = opts.maxLines ?? TRUNCATE_MAX_LINES;
   const maxBytes = opts.maxBytes ?? TRUNCATE_MAX_BYTES;
   const direction = opts.direction ?? 'head';
+  const fromEnd = direction === 'tail';
   const lines = text.split('\n');
   const totalBytes = utf8Length(text);
-  if (lines.length <= maxLines && totalBytes <= maxBytes) return { text };
+  const cap = opts.tokenizer ? opts.maxTokens : undefined;
+  // A token covers at least one byte: an output within the cap in bytes is within it in tokens.
+  const overTokens = (t: string, bytes: number) =>
+    cap !== undefined && bytes > cap && countCapped(opts.tokenizer!, t) > cap;
+  if (lines.length <= maxLines && totalBytes <= maxBytes && !overTokens(text, totalBytes)) return { text };
 
-  const fromEnd = direction === 'tail';
   const kept: string[] = [];
   let bytes = 0;
   let hitBytes = false;
@@ -102,15 +120,84 @@ export function truncateToolOutput(text: string, opts: TruncateOptions): Truncat
     bytes += size;
   }
   if (fromEnd) kept.reverse();
-  const preview = kept.join('\n');
-  const omittedBytes = totalBytes - bytes;
-  // A partial line is kept only when nothing else fitted: count it as shown.
-  const omittedLines = lines.length - kept.length;
-  const marker = hitBytes ? `...${omittedBytes} bytes truncated...` : `...${omittedLines} lines truncated...`;
+  let preview = kept.join('\n');
+  let keptLines = kept.length;
   const hint = readOutputHint(opts.outputId, lines.length, totalBytes);
-  const out = fromEnd ? `${marker}\n\n${hint}\n\n${preview}` : `${preview}\n\n${marker}\n\n${hint}`;
+  const render = (shown: string, shownBytes: number, shownLines: number, byBytes: boolean) => {
+    const marker = byBytes
+      ? `...${totalBytes - shownBytes} bytes truncated...`
+      : `...${lines.length - shownLines} lines truncated...`;
+    return fromEnd ? `${marker}\n\n${hint}\n\n${shown}` : `${shown}\n\n${marker}\n\n${hint}`;
+  };
+  let out = render(preview, bytes, keptLines, hitBytes);
+  if (cap !== undefined && overTokens(out, utf8Length(out))) {
+    // The window's share is the tighter cap: keep the longest preview whose result fits it.
+    const tokenizer = opts.tokenizer!;
+    let budget = cap - tokenizer.count(render('', 0, 0, true));
+    for (let tries = 0; tries < 4; tries++) {
+      preview = fitTokens(preview, Math.max(0, budget), tokenizer, fromEnd);
+      bytes = utf8Length(preview);
+      keptLines = preview === '' ? 0 : preview.split('\n').length;
+      out = render(preview, bytes, keptLines, true);
+      const over = tokenizer.count(out) - cap;
+      if (over <= 0 || preview === '') break;
+      budget -= over; // tokens merged differently at the joins: shrink by the excess and retry
+    }
+    hitBytes = true;
+  }
   return {
     text: out,
-    truncated: { totalLines: lines.length, totalBytes, direction, omittedLines, omittedBytes },
+    truncated: {
+      totalLines: lines.length,
+      totalBytes,
+      direction,
+      // A partial line is kept only when nothing else fitted: count it as shown.
+      omittedLines: lines.length - keptLines,
+      omittedBytes: totalBytes - bytes,
+    },
   };
+}
+
+/**
+ * The longest prefix (or suffix) of `text` within `maxTokens`, counted exactly: binary search on
+ * the length, then back to a line boundary when one is in reach (whole lines read better).
+ */
+function fitTokens(text: string, maxTokens: number, tokenizer: Tokenizer, fromEnd: boolean): string {
+  const slice = (n: number) => (fromEnd ? text.slice(text.length - n) : text.slice(0, n));
+  if (tokenizer.count(text) <= maxTokens) return text;
+  let lo = 0;
+  // A token rarely spans more than 16 characters: a tighter start for the search.
+  let hi = Math.min(text.length, maxTokens * 16);
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (tokenizer.count(slice(mid)) <= maxTokens) lo = mid;
+    else hi = mid - 1;
+  }
+  let n = lo;
+  // Never split a surrogate pair.
+  const edge = fromEnd ? text.charCodeAt(text.length - n) : text.charCodeAt(n - 1);
+  if (n > 0 && (fromEnd ? isLow(edge) : isHigh(edge))) n--;
+  const cut = slice(n);
+  const nl = fromEnd ? cut.indexOf('\n') : cut.lastIndexOf('\n');
+  if (nl > 0 && nl < cut.length - 1) return fromEnd ? cut.slice(nl + 1) : cut.slice(0, nl);
+  return cut;
+}
+
+/**
+ * The token cap of one tool output after truncation: `windowShare` of the usable window
+ * (contextBudget().usable), or undefined when the window is unknown.
+ */
+export function ingestTokenCap(usable: number, windowShare: number): number | undefined {
+  return usable > 0 ? Math.max(1, Math.floor(usable * windowShare)) : undefined;
+}
+
+/** The agent's ingest token cap: its tool outputs' share of its usable window (no cap without limits). */
+export function ingestCap(agent: {
+  limits?: ModelLimits | undefined;
+  compaction?: BudgetConfig | undefined;
+  toolOutput?: Partial<Pick<ToolOutputConfig, 'windowShare'>> | undefined;
+}): number | undefined {
+  if (!agent.limits || agent.limits.context <= 0) return undefined;
+  const { usable } = contextBudget(agent.limits, agent.compaction);
+  return ingestTokenCap(usable, agent.toolOutput?.windowShare ?? TRUNCATE_WINDOW_SHARE);
 }

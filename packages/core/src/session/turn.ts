@@ -49,14 +49,14 @@ export interface PendingCompaction {
   part: CompactionPart;
 }
 
-/** The newest compaction message with no completed summary answering it. */
+/** The newest compaction message with no completed summary answering it (closed no-ops aside). */
 export function pendingCompaction(messages: WithParts[]): PendingCompaction | undefined {
   const answered = new Set<string>();
   for (const m of messages) if (isCompletedSummary(m)) answered.add(m.info.parentId);
   let best: PendingCompaction | undefined;
   for (const m of messages) {
     const part = compactionPartOf(m);
-    if (!part || answered.has(m.info.id)) continue;
+    if (!part || part.noop || answered.has(m.info.id)) continue;
     if (!best || m.info.seq > best.message.info.seq) best = { message: m, part };
   }
   return best;

@@ -122,6 +122,12 @@ export async function authenticateApiKeyCached(
   return auth;
 }
 
+/** The cached authentication of a key hash, without asking PostgreSQL (undefined: not cached). */
+export function cachedApiKey(keyHash: string, now = Date.now()): ApiKeyAuth | undefined {
+  const hit = authCache.get(keyHash);
+  return hit && hit.expiresAt > now ? hit.auth : undefined;
+}
+
 function forgetKey(keyId: string): void {
   for (const [hash, entry] of authCache) if (entry.auth.keyId === keyId) authCache.delete(hash);
 }

@@ -57,7 +57,9 @@ export async function startCompaction(trx: Trx, input: StartCompactionInput): Pr
 }
 
 export interface FinishCompactionInput {
-  status: 'completed' | 'failed';
+  status: 'completed' | 'failed' | 'noop';
+  /** Model requests the run made (retries, chunks, merge). */
+  requests?: number | null;
   /** The ladder rung that produced the summary. */
   rung?: string | null;
   summaryMessageId?: string | null;
@@ -89,6 +91,7 @@ export async function finishCompaction(
       head_messages: input.headMessages ?? eb.ref('head_messages'),
       tail_start_id: input.tailStartId ?? eb.ref('tail_start_id'),
       model: input.model ?? eb.ref('model'),
+      requests: input.requests ?? eb.ref('requests'),
       error: toJsonOrNull(input.error),
     }))
     .where('id', '=', id)
@@ -116,8 +119,9 @@ export async function listCompactions(
 }
 
 /**
- * The newest completed compaction of a session whose compaction message is not reverted: its
- * `tokensAfter` feeds the loop's growth guard (no second automatic compaction without growth).
+ * The newest completed (or no-op) compaction of a session whose compaction message is not
+ * reverted: its `tokensAfter` feeds the loop's growth guard (no second automatic compaction
+ * without growth; a no-op records tokensAfter = tokensBefore, so it holds the loop back too).
  */
 export async function latestCompletedCompaction(
   db: Db,
@@ -132,7 +136,7 @@ export async function latestCompletedCompaction(
     .selectAll('c')
     .where('c.session_id', '=', sessionId)
     .where('c.tenant_id', '=', tenantId)
-    .where('c.status', '=', 'completed')
+    .where('c.status', 'in', ['completed', 'noop'])
     .where('m.reverted', '=', false)
     .orderBy('c.finished_at', 'desc')
     .orderBy('c.id', 'desc')

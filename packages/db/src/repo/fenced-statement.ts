@@ -27,6 +27,8 @@ function progressSql(patch: SessionProgress): RawBuilder<unknown> {
   if (patch.stepCount !== undefined) sets.push(sql`, "step_count" = ${patch.stepCount}`);
   if (patch.lastUsage !== undefined) sets.push(sql`, "last_usage" = ${toJsonOrNull(patch.lastUsage)}::jsonb`);
   if (patch.tokenRatio !== undefined) sets.push(sql`, "token_ratio" = ${patch.tokenRatio}`);
+  if (patch.tokenRatioWeight !== undefined)
+    sets.push(sql`, "token_ratio_weight" = ${patch.tokenRatioWeight}`);
   if (patch.boundarySeq !== undefined || patch.compactionCount !== undefined || patch.title !== undefined)
     throw new TypeError('fencedStatement: unsupported progress field');
   return sql.join(sets, sql``);

@@ -13,7 +13,7 @@ import type { CompactionReason, CompactionRow, CompactionStatus } from '../table
 import type { MessageInfo, MessageRow } from '../tables/message.table.ts';
 import type { PartData, PartRow } from '../tables/part.table.ts';
 import type { LastUsage, SessionRow } from '../tables/session.table.ts';
-import type { StepKind, StepOutcome, StepRow } from '../tables/step.table.ts';
+import type { StepEstimate, StepKind, StepOutcome, StepRow } from '../tables/step.table.ts';
 import type { TenantRow } from '../tables/tenant.table.ts';
 
 // Rows ↔ domain shapes, in one place. messages.info holds the Message minus id/sessionId/seq/
@@ -109,6 +109,8 @@ export interface SessionInfo {
   lastUsage: LastUsage | null;
   /** Provider-to-tiktoken ratio learned from this session's calls. */
   tokenRatio: number | null;
+  /** tiktoken tokens of the reports the ratio was learned from (null: none recorded). */
+  tokenRatioWeight: number | null;
   compactionCount: number;
   lastCompactionAt: Date | null;
   error: ErrorData | null;
@@ -137,6 +139,7 @@ export function toSession(row: SessionRow): SessionInfo {
     boundarySeq: row.boundary_seq,
     lastUsage: row.last_usage,
     tokenRatio: row.token_ratio,
+    tokenRatioWeight: row.token_ratio_weight ?? null,
     compactionCount: row.compaction_count,
     lastCompactionAt: row.last_compaction_at,
     error: row.error,
@@ -167,6 +170,8 @@ export interface StepInfo {
   requestId: string | null;
   responseId: string | null;
   error: ErrorData | null;
+  /** The pre-call estimate of the prompt (model steps); compare with usage's prompt side. */
+  estimate: StepEstimate | null;
 }
 
 export function toStep(row: StepRow): StepInfo {
@@ -187,6 +192,7 @@ export function toStep(row: StepRow): StepInfo {
     requestId: row.request_id,
     responseId: row.response_id,
     error: row.error,
+    estimate: row.estimate ?? null,
   };
 }
 
@@ -210,6 +216,8 @@ export interface CompactionInfo {
   startedAt: Date;
   finishedAt: Date | null;
   durationMs: number | null;
+  /** Model requests the compaction made (null for runs recorded before this was counted). */
+  requests: number | null;
   error: ErrorData | null;
 }
 
@@ -233,6 +241,7 @@ export function toCompaction(row: CompactionRow): CompactionInfo {
     startedAt: row.started_at,
     finishedAt: row.finished_at,
     durationMs: row.duration_ms,
+    requests: row.requests ?? null,
     error: row.error,
   };
 }

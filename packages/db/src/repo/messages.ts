@@ -378,3 +378,57 @@ export async function appendUserMessageAndQueue(
   };
   return { message: { info, parts }, session, statusChanged: input.wakeFrom.includes(previous) };
 }
+
+/** The newest message of the session's live log (not reverted), optionally of one role. */
+export async function newestMessageInfo(
+  db: Db,
+  tenantId: string,
+  sessionId: string,
+  role?: Message['role'],
+): Promise<Message | undefined> {
+  let query = db
+    .selectFrom('messages')
+    .select(['id', 'session_id', 'seq', 'info', 'reverted'])
+    .where('session_id', '=', sessionId)
+    .where('tenant_id', '=', tenantId)
+    .where('reverted', '=', false);
+  if (role) query = query.where('role', '=', role);
+  const row = await query.orderBy('seq', 'desc').limit(1).executeTakeFirst();
+  return row ? toMessage(row) : undefined;
+}
+
+/**
+ * User messages of the live log after `seq` (input that arrived after a compaction message), with
+ * the `midRun` mark removed when `clearMidRun`; returns them as they are afterwards, seq order.
+ */
+export async function userMessagesAfter(
+  trx: Trx,
+  tenantId: string,
+  sessionId: string,
+  seq: number,
+  clearMidRun: boolean,
+): Promise<Message[]> {
+  if (clearMidRun) {
+    await trx
+      .updateTable('messages')
+      .set({ info: sql`info - 'midRun'`, updated_at: sql<Date>`now()` })
+      .where('session_id', '=', sessionId)
+      .where('tenant_id', '=', tenantId)
+      .where('role', '=', 'user')
+      .where('reverted', '=', false)
+      .where('seq', '>', seq)
+      .where(sql<boolean>`info ? 'midRun'`)
+      .execute();
+  }
+  const rows = await trx
+    .selectFrom('messages')
+    .select(['id', 'session_id', 'seq', 'info', 'reverted'])
+    .where('session_id', '=', sessionId)
+    .where('tenant_id', '=', tenantId)
+    .where('role', '=', 'user')
+    .where('reverted', '=', false)
+    .where('seq', '>', seq)
+    .orderBy('seq')
+    .execute();
+  return rows.map(toMessage);
+}

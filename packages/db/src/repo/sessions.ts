@@ -164,6 +164,7 @@ export interface SessionProgress {
   boundarySeq?: number | null;
   lastUsage?: LastUsage | null;
   tokenRatio?: number | null;
+  tokenRatioWeight?: number | null;
   compactionCount?: number;
   lastCompactionAt?: Date | null;
   title?: string | null;
@@ -176,6 +177,7 @@ export function progressSet(patch: SessionProgress): UpdateObject<DB, 'sessions'
   if (patch.boundarySeq !== undefined) set.boundary_seq = patch.boundarySeq;
   if (patch.lastUsage !== undefined) set.last_usage = toJsonOrNull(patch.lastUsage);
   if (patch.tokenRatio !== undefined) set.token_ratio = patch.tokenRatio;
+  if (patch.tokenRatioWeight !== undefined) set.token_ratio_weight = patch.tokenRatioWeight;
   if (patch.compactionCount !== undefined) set.compaction_count = patch.compactionCount;
   if (patch.lastCompactionAt !== undefined) set.last_compaction_at = patch.lastCompactionAt;
   if (patch.title !== undefined) set.title = patch.title;

@@ -2,7 +2,8 @@ import type { AssistantMessage, Part, SessionStatus } from '@loopline/core';
 import { sql } from 'kysely';
 import type { Db } from '../client.ts';
 import { type Fence, staleFenceError } from '../fence.ts';
-import { toJson } from '../tables/columns.ts';
+import { toJson, toJsonOrNull } from '../tables/columns.ts';
+import type { StepEstimate } from '../tables/step.table.ts';
 import { messageInfo, partData } from './mappers.ts';
 import { getMessage } from './messages.ts';
 
@@ -26,7 +27,7 @@ export interface StartAssistantStepInput {
   parts: Part[];
   /** Also set the session's status (detail and error cleared). */
   status?: SessionStatus;
-  stepRow: { id: string; jobId: string; attempt: number };
+  stepRow: { id: string; jobId: string; attempt: number; estimate?: StepEstimate };
 }
 
 export async function startAssistantStep(
@@ -77,9 +78,9 @@ export async function startAssistantStep(
     ),
     p as (${parts}),
     s as (
-      insert into steps (id, tenant_id, session_id, step, kind, job_id, attempt, fence, message_id)
+      insert into steps (id, tenant_id, session_id, step, kind, job_id, attempt, fence, message_id, estimate)
       select ${input.stepRow.id}, ${f.tenantId}, ${f.sessionId}, ${input.step}, 'step', ${input.stepRow.jobId},
-        ${input.stepRow.attempt}, ${f.fence}, null
+        ${input.stepRow.attempt}, ${f.fence}, null, ${toJsonOrNull(input.stepRow.estimate)}::jsonb
       from f
       on conflict (id) do nothing
       returning id

@@ -5,9 +5,13 @@ import type { CreatedAt, NullableJson, NullableTimestamp } from './columns.ts';
 // compactions: one row per compaction run (CONTEXT.md §5.7): when, why, rung, tokens
 // before/after, duration, model, status.
 
-/** Why the compaction happened: the loop's overflow check, POST /compact, or a request too large. */
-export type CompactionReason = 'auto' | 'manual' | 'overflow';
-export type CompactionStatus = 'running' | 'completed' | 'failed';
+/**
+ * Why the compaction happened: the loop's overflow check, POST /compact, a request too large, or
+ * the idle-session background job.
+ */
+export type CompactionReason = 'auto' | 'manual' | 'overflow' | 'background';
+/** `noop`: nothing new to summarise, or the result would not have shrunk the context; nothing changed. */
+export type CompactionStatus = 'running' | 'completed' | 'failed' | 'noop';
 
 export interface CompactionTable {
   id: string;
@@ -30,6 +34,7 @@ export interface CompactionTable {
   started_at: CreatedAt;
   finished_at: NullableTimestamp;
   duration_ms: number | null;
+  requests: ColumnType<number | null, number | null | undefined, number | null>;
   error: NullableJson<ErrorData>;
 }
 export type CompactionRow = Selectable<CompactionTable>;

@@ -24,6 +24,8 @@ export interface SessionTable {
   boundary_seq: number | null;
   last_usage: NullableJson<LastUsage>;
   token_ratio: number | null;
+  /** tiktoken tokens of the reports token_ratio was learned from (null: none recorded). */
+  token_ratio_weight: ColumnType<number | null, number | null | undefined, number | null>;
   compaction_count: Generated<number>;
   last_compaction_at: NullableTimestamp;
   error: NullableJson<ErrorData>;

@@ -1,5 +1,5 @@
 import type { ErrorData, FinishReason, Usage } from '@loopline/core';
-import type { Insertable, Selectable } from 'kysely';
+import type { ColumnType, Insertable, Selectable } from 'kysely';
 import type { CreatedAt, NullableJson, NullableTimestamp } from './columns.ts';
 
 // steps: the step ledger, one row per job attempt of a loop step, compaction or prune pass.
@@ -26,6 +26,18 @@ export type StepOutcome =
   | 'failed'
   | 'stale';
 
+/** A step's pre-call estimate, as the ledger keeps it beside the reported usage. */
+export interface StepEstimate {
+  /** Best guess of the prompt in provider tokens. */
+  tokens: number;
+  /** With the margin: what the fit and overflow checks used. */
+  bound: number;
+  /** Built on the provider's previous report; false = tiktoken counts × ratio alone. */
+  anchored: boolean;
+  ratio: number;
+  margin: number;
+}
+
 export interface StepTable {
   id: string;
   tenant_id: string;
@@ -43,6 +55,8 @@ export interface StepTable {
   usage: NullableJson<Usage>;
   outcome: StepOutcome | null;
   error: NullableJson<ErrorData>;
+  /** The pre-call estimate of the step's prompt (model steps only). */
+  estimate: ColumnType<StepEstimate | null, string | null | undefined, string | null>;
 }
 export type StepRow = Selectable<StepTable>;
 export type NewStepRow = Insertable<StepTable>;

@@ -461,7 +461,7 @@ function compactionItem(m, c, ctx) {
       { class: 'small' },
       `tokens ${fmt(c.tokensBefore)} → ${fmt(c.tokensAfter)}${saved} · head ${fmt(c.headMessages)} · model ${
         c.model ?? '–'
-      } · job ${c.jobId ?? '–'} (attempt ${c.attempt ?? '–'}) · ${ms(c.durationMs)} · started ${time(c.startedAt)}`,
+      } · job ${c.jobId ?? '–'} (attempt ${c.attempt ?? '–'}) · ${ms(c.durationMs)} · ${c.requests ?? '–'} requests · started ${time(c.startedAt)}`,
     ),
     c.instructions ? h('div', { class: 'small' }, `instructions: ${c.instructions}`) : null,
     range,

@@ -1,0 +1,98 @@
+import {
+  databaseEnv,
+  envFlag,
+  envInt,
+  envList,
+  envMs,
+  envRequired,
+  envString,
+  envUrl,
+  logEnv,
+  parseEnv,
+  redisEnv,
+  runtimeFlagsEnv,
+} from '@loopline/core';
+import { z } from 'zod';
+
+// The gateway's whole environment, parsed once by server.ts (a bad value stops the process with a
+// message naming the variable). Pieces are exported so a feature adds its variables with
+// `gatewayEnv.extend({...})` in one place; the README configuration table is rendered from this.
+
+export const gatewayListenEnv = z.object({
+  LOOPLINE_OPERATOR_TOKEN: envRequired('guards `/v1/admin/*`, `/metrics`, Bull Board and the inspector'),
+  PORT: envInt(3000, 'gateway listen port', { min: 0, max: 65_535 }),
+  HOST: envString('0.0.0.0', 'gateway listen address'),
+  PUBLIC_URL: envUrl(
+    undefined,
+    ['http', 'https'],
+    "base URL written into the OpenAPI document's servers (unset: the origin the document is requested from)",
+  ),
+  LOOPLINE_CORS_ORIGINS: envList(
+    'browser origins allowed to call the API (CORS), comma-separated, e.g. `https://app.example.com`, or `*` for any',
+    'none (CORS off)',
+  ),
+});
+
+export const gatewayLimitsEnv = z.object({
+  LOOPLINE_RATE_LIMIT_PER_MINUTE: envInt(
+    600,
+    'requests per API key and window for tenants without `requestsPerMinute` (0 = none)',
+    { min: 0, max: 10_000_000 },
+  ),
+  LOOPLINE_RATE_LIMIT_WINDOW_MS: envMs(60_000, 'the rate-limit window', { min: 1, max: 86_400_000 }),
+  LOOPLINE_BATCH_MAX_CONVERSATIONS: envInt(10_000, 'conversations per batch', { min: 1, max: 1_000_000 }),
+  LOOPLINE_AUTH_CACHE_MS: envMs(
+    2_000,
+    "how long a checked API key (and its tenant's limits) is trusted before PostgreSQL is asked again; 0 = no cache",
+    { min: 0, max: 3_600_000 },
+  ),
+  LOOPLINE_AUTH_FAILURES_PER_MINUTE: envInt(
+    30,
+    'failed API-key authentications per client address and minute before 429 (0 = no throttle)',
+    { min: 0, max: 1_000_000 },
+  ),
+  LOOPLINE_AUTH_NEGATIVE_CACHE_MS: envMs(
+    30_000,
+    'how long an unknown API key is answered 401 without asking PostgreSQL again (0 = never cached)',
+    { min: 0, max: 3_600_000 },
+  ),
+  LOOPLINE_SSE_MAX_PER_KEY: envInt(20, 'open event streams per API key and gateway process (0 = no cap)', {
+    min: 0,
+    max: 1_000_000,
+  }),
+  LOOPLINE_SSE_MAX_PER_TENANT: envInt(100, 'open event streams per tenant and gateway process (0 = no cap)', {
+    min: 0,
+    max: 1_000_000,
+  }),
+  LOOPLINE_SSE_HEARTBEAT_MS: envMs(15_000, 'idle time before an SSE `: heartbeat` comment', {
+    min: 100,
+    max: 300_000,
+  }),
+});
+
+export const gatewayOpsEnv = z.object({
+  LOOPLINE_OPERATOR_SESSION_MS: envMs(
+    8 * 3_600_000,
+    'lifetime of the operator browser session cookie (inspector, Bull Board)',
+    { min: 60_000, max: 30 * 86_400_000 },
+    '28800000 (8 h)',
+  ),
+  LOOPLINE_METRICS_TENANT_LABELS: envFlag(
+    'add a `tenant` label to the per-tenant counters of both processes (one series per tenant: opt in only with a bounded number of tenants)',
+  ),
+});
+
+export const gatewayEnv = z.object({
+  ...databaseEnv.shape,
+  ...redisEnv.shape,
+  ...logEnv.shape,
+  ...gatewayListenEnv.shape,
+  ...runtimeFlagsEnv.shape,
+  ...gatewayLimitsEnv.shape,
+  ...gatewayOpsEnv.shape,
+});
+export type GatewayEnv = z.output<typeof gatewayEnv>;
+
+export function gatewayConfigFromEnv(env: Record<string, string | undefined> = process.env): GatewayEnv {
+  return parseEnv(gatewayEnv, env, 'gateway');
+}

@@ -1,0 +1,61 @@
+import { REDACT_PATHS, REDACTED, redactLogArguments, redactText, redactUrl } from '@loopline/core';
+import type { FastifyRequest, FastifyServerOptions } from 'fastify';
+import { type LoggerOptions, stdSerializers } from 'pino';
+
+// Every gateway log line goes through these options (buildApp applies them to any logger options
+// it is given): credential headers and fields are replaced by [REDACTED] (pino redact), and every
+// logged URL (the request line, `url` fields, URLs inside error messages) loses the values of
+// credential query parameters such as `?token=` (core/redact.ts).
+
+type Serialized = Record<string, unknown>;
+
+function serializeRequest(request: FastifyRequest): Serialized {
+  return {
+    method: request.method,
+    url: redactUrl(request.url),
+    host: request.host,
+    remoteAddress: request.ip,
+    remotePort: request.socket?.remotePort,
+  };
+}
+
+export function serializeError(err: unknown): Serialized {
+  const out = stdSerializers.err(err as Error) as unknown as Serialized;
+  if (typeof out.message === 'string') out.message = redactText(out.message);
+  if (typeof out.stack === 'string') out.stack = redactText(out.stack);
+  if (typeof out.url === 'string') out.url = redactUrl(out.url);
+  return out;
+}
+
+export const redactingSerializers = {
+  req: serializeRequest,
+  err: serializeError,
+  error: serializeError,
+  url: (url: unknown) => (typeof url === 'string' ? redactUrl(url) : url),
+};
+
+export const redaction: NonNullable<LoggerOptions['redact']> = { paths: [...REDACT_PATHS], censor: REDACTED };
+
+/** Message strings lose credential query parameters too. */
+export const redactionHooks: NonNullable<LoggerOptions['hooks']> = {
+  logMethod(args, method) {
+    method.apply(this, redactLogArguments(args) as Parameters<typeof method>);
+  },
+};
+
+/** pino options at `level` with the redaction (server.ts and the boot logger). */
+export function loggerOptions(level: string): LoggerOptions {
+  return { level, redact: redaction, serializers: redactingSerializers, hooks: redactionHooks };
+}
+
+/** Any Fastify logger option with the redaction added (false and instances pass through). */
+export function withRedaction(logger: FastifyServerOptions['logger']): FastifyServerOptions['logger'] {
+  if (!logger) return false;
+  const base: LoggerOptions = logger === true ? {} : (logger as LoggerOptions);
+  return {
+    ...base,
+    redact: redaction,
+    hooks: redactionHooks,
+    serializers: { ...(base.serializers ?? {}), ...redactingSerializers },
+  } as unknown as FastifyServerOptions['logger'];
+}

@@ -1,0 +1,152 @@
+import {
+  databaseEnv,
+  envFlag,
+  envInt,
+  envList,
+  envMs,
+  envString,
+  envUrl,
+  logEnv,
+  parseEnv,
+  redisEnv,
+  runtimeFlagsEnv,
+} from '@loopline/core';
+import { z } from 'zod';
+import { defaultFairness } from './fairness/options.ts';
+import { defaultWorkerOptions } from './worker.ts';
+
+// The worker's whole environment, parsed once by main.ts (a bad value stops the process with a
+// message naming the variable). Pieces are exported so a feature adds its variables with
+// `workerEnv.extend({...})` in one place; the README configuration table is rendered from this.
+
+const count = (def: number, doc: string, max = 10_000) => envInt(def, doc, { min: 0, max });
+const concurrency = (def: number, what: string) =>
+  envInt(def, `${what} jobs run at once per worker process`, { min: 1, max: 1_000 });
+const DAY_MS = 86_400_000;
+
+export const modelEnv = z.object({
+  OPENAI_API_KEY: envString(
+    undefined,
+    'API key of the model server (sent only to `OPENAI_BASE_URL`)',
+    'unset',
+  ),
+  OPENAI_BASE_URL: envUrl(undefined, ['http', 'https'], 'OpenAI or OpenAI-compatible base URL'),
+});
+
+export const loopEnv = z.object({
+  LOOPLINE_LOCK_TTL_MS: envMs(15_000, 'session lock TTL (renewed every third)', { min: 1_000, max: 600_000 }),
+  LOOPLINE_LOCK_RETRY_MS: envMs(250, 'retry delay when a session is locked', { min: 10, max: 60_000 }),
+  LOOPLINE_MAX_PROVIDER_RETRIES: count(
+    8,
+    'consecutive retryable provider errors before the session errors',
+    100,
+  ),
+  LOOPLINE_MAX_INTERRUPTED_STEPS: count(
+    10,
+    'steps in a row closed as interrupted (their worker died or lost its lock) before the session errors (`MaxInterruptionsReachedError`)',
+    1_000,
+  ),
+  LOOPLINE_RECONCILE_INTERVAL_MS: envMs(
+    30_000,
+    'reconciler period, one run per period across all workers (0 = off)',
+    {
+      min: 0,
+      max: DAY_MS,
+    },
+  ),
+  LOOPLINE_RECONCILE_AFTER_MS: envMs(
+    0,
+    'how long a queued/running/compacting session must be unchanged before the reconciler re-wakes it (0 = 2 × `LOOPLINE_LOCK_TTL_MS`)',
+    { min: 0, max: DAY_MS },
+    '2 × lock TTL',
+  ),
+  LOOPLINE_DISABLE_TITLES: envFlag('no session titles'),
+});
+
+export const fairnessEnv = z.object({
+  LOOPLINE_MAX_CONCURRENT_SESSIONS: count(
+    defaultFairness.maxConcurrentSessions,
+    'running sessions per tenant for tenants without `maxConcurrentSessions` (0 = no cap)',
+    1_000_000,
+  ),
+  LOOPLINE_TOKENS_PER_MINUTE: count(
+    defaultFairness.tokensPerMinute,
+    'model tokens per window per tenant for tenants without `tokensPerMinute` (0 = no budget)',
+    Number.MAX_SAFE_INTEGER,
+  ),
+  LOOPLINE_SLOT_TTL_MS: envMs(defaultFairness.slotTtlMs, 'tenant slot lease (expires if its worker dies)', {
+    min: 1_000,
+    max: DAY_MS,
+  }),
+  LOOPLINE_SLOT_RETRY_MS: envMs(defaultFairness.slotRetryMs, 'retry of a step refused a slot (batch: ×10)', {
+    min: 10,
+    max: 3_600_000,
+  }),
+  LOOPLINE_TOKEN_WINDOW_MS: envMs(
+    defaultFairness.tokenWindowMs,
+    'length of the token budget window (`tokensPerMinute` is per window)',
+    { min: 1_000, max: DAY_MS },
+  ),
+  LOOPLINE_BATCH_POLL_MS: envMs(defaultFairness.batchPollMs, "a busy batch item's fallback poll", {
+    min: 100,
+    max: 3_600_000,
+  }),
+});
+
+const c = defaultWorkerOptions.concurrency as Required<typeof defaultWorkerOptions.concurrency>;
+export const workerJobsEnv = z.object({
+  WORKER_STEP_CONCURRENCY: concurrency(c.step, 'step'),
+  WORKER_COMPACT_CONCURRENCY: concurrency(c.compact, 'compaction'),
+  WORKER_PRUNE_CONCURRENCY: concurrency(c.prune, 'prune'),
+  WORKER_BACKGROUND_CONCURRENCY: concurrency(c.background, 'background compaction'),
+  WORKER_TITLE_CONCURRENCY: concurrency(c.title, 'title'),
+  WORKER_BATCH_CONCURRENCY: concurrency(c.batch, 'batch parent'),
+  WORKER_BATCH_ITEM_CONCURRENCY: concurrency(c.batchItem, 'batch conversation'),
+  WORKER_JOB_LOCK_MS: envMs(defaultWorkerOptions.jobLockMs, 'BullMQ job lock', {
+    min: 1_000,
+    max: 3_600_000,
+  }),
+  WORKER_STALLED_INTERVAL_MS: envMs(
+    defaultWorkerOptions.stalledIntervalMs,
+    "how often stalled jobs are looked for (a dead worker's job is retried)",
+    { min: 1_000, max: 3_600_000 },
+  ),
+});
+
+export const webhookEnv = z.object({
+  LOOPLINE_WEBHOOK_ALLOW_PRIVATE: envFlag('let webhook tools reach private and loopback addresses'),
+  LOOPLINE_WEBHOOK_ALLOW_HOSTS: envList('hosts webhook tools may reach even when private (comma-separated)'),
+});
+
+export const workerMetricsEnv = z.object({
+  WORKER_METRICS_PORT: envInt(0, "the worker's Prometheus listener port (`/metrics`, `/healthz`; 0 = off)", {
+    min: 0,
+    max: 65_535,
+  }),
+  WORKER_METRICS_HOST: envString(
+    '127.0.0.1',
+    "address of the worker's metrics listener (set `0.0.0.0` to expose it)",
+  ),
+  WORKER_METRICS_TOKEN: envString(undefined, "bearer token the worker's `/metrics` requires when set"),
+  LOOPLINE_METRICS_TENANT_LABELS: envFlag(
+    'add a `tenant` label to the per-tenant counters of both processes (one series per tenant: opt in only with a bounded number of tenants)',
+  ),
+});
+
+export const workerEnv = z.object({
+  ...databaseEnv.shape,
+  ...redisEnv.shape,
+  ...logEnv.shape,
+  ...modelEnv.shape,
+  ...runtimeFlagsEnv.shape,
+  ...loopEnv.shape,
+  ...fairnessEnv.shape,
+  ...workerJobsEnv.shape,
+  ...webhookEnv.shape,
+  ...workerMetricsEnv.shape,
+});
+export type WorkerEnv = z.output<typeof workerEnv>;
+
+export function workerConfigFromEnv(env: Record<string, string | undefined> = process.env): WorkerEnv {
+  return parseEnv(workerEnv, env, 'worker');
+}
