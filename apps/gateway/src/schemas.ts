@@ -670,6 +670,8 @@ export const ContextView = z
         tailStartId: 'msg_01JQ8ZJ7T5',
       },
       compactions: [EXAMPLE_COMPACTION],
+      ratio: { value: 1.02, learned: true, weight: 31250, margin: 0.05 },
+      estimates: [],
     },
   });
 

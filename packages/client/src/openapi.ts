@@ -1652,7 +1652,14 @@ export interface components {
          *           "error": null,
          *           "reverted": false
          *         }
-         *       ]
+         *       ],
+         *       "ratio": {
+         *         "value": 1.02,
+         *         "learned": true,
+         *         "weight": 31250,
+         *         "margin": 0.05
+         *       },
+         *       "estimates": []
          *     }
          */
         Context: {
