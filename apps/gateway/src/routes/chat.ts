@@ -1,15 +1,17 @@
 import type { ServerResponse } from 'node:http';
 import type { UserPartInput } from '@loopline/db';
 import { getToolsByName, type SessionInfo } from '@loopline/db';
-import { duplicateRedis, lastEventId, readEvents } from '@loopline/queue';
+import { createEventHub, lastEventId } from '@loopline/queue';
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ChatBody, ChatParam, UIMessageStream } from '../chat-schemas.ts';
 import { appendAndWake, requestHash, withTokens } from '../lib/append.ts';
 import { HttpError } from '../lib/http-error.ts';
+import { refuseOversizedInput } from '../lib/input-fit.ts';
 import { pendingToolCalls } from '../lib/pending.ts';
 import { loadSession } from '../lib/sessions.ts';
+import { streamLimiter } from '../lib/stream-limits.ts';
 import { submitToolResults } from '../lib/tool-results.ts';
 import { createUIStreamTranslator } from '../lib/ui-stream.ts';
 import { tenantOf } from '../plugins/auth.ts';
@@ -27,7 +29,9 @@ import { withErrors } from '../schemas.ts';
 // its start, or answers 204 when no turn runs. The stream is the session's event stream from the
 // turn's start, translated (lib/ui-stream.ts); it ends when the session is idle, fails, or waits
 // for client tool results. Closing it never stops the turn: the session runs on, and a resume
-// reattaches.
+// reattaches. Streams read through this plugin's event hub (two Redis connections per process,
+// however many chats are open) and are capped per API key and tenant like the SSE streams
+// (GatewayDeps.sse, counted separately: 429 past the cap).
 
 const HEARTBEAT_MS = 15_000;
 const UI_STREAM_HEADERS = {
@@ -117,10 +121,30 @@ function write(raw: ServerResponse, chunk: string): Promise<void> {
 
 export const chatRoutes: FastifyPluginAsyncZod = async (app) => {
   const deps = app.deps;
+  const hub = createEventHub(deps.redis, deps.keys, { connectionName: 'loopline-chat' });
+  const limits = streamLimiter({
+    maxPerKey: deps.sse?.maxPerKey ?? 20,
+    maxPerTenant: deps.sse?.maxPerTenant ?? 100,
+  });
   const open = new Set<() => void>();
   app.addHook('preClose', async () => {
     for (const close of open) close();
   });
+  app.addHook('onClose', async () => {
+    hub.close();
+  });
+
+  /** Counts a new chat stream for the key and tenant, or refuses it (429, before anything is written). */
+  function admit(tenant: { id: string; keyId: string }): () => void {
+    const refused = limits.acquire(tenant.id, tenant.keyId);
+    if (refused) throw new HttpError('rate_limited', refused.message, refused.details);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      limits.release(tenant.id, tenant.keyId);
+    };
+  }
 
   async function clientTools(session: SessionInfo): Promise<Set<string>> {
     const tools = await getToolsByName(deps.db, session.tenantId, session.agent.tools);
@@ -133,16 +157,32 @@ export const chatRoutes: FastifyPluginAsyncZod = async (app) => {
     log: FastifyBaseLogger,
     session: SessionInfo,
     cursor: string,
+    release: () => void,
   ): Promise<void> {
-    const translator = createUIStreamTranslator({ clientTools: await clientTools(session) });
-    const conn = duplicateRedis(deps.redis, { connectionName: `loopline-chat-${session.id}` });
+    let wake: () => void = () => undefined;
+    let pending = false;
+    const woken = () => {
+      pending = true;
+      wake();
+    };
+    let unwatch: (() => void) | undefined;
+    let translator: ReturnType<typeof createUIStreamTranslator>;
+    try {
+      translator = createUIStreamTranslator({ clientTools: await clientTools(session) });
+      unwatch = await hub.watch(session.id, woken);
+    } catch (err) {
+      release();
+      throw err;
+    }
     const raw = reply.raw;
     let closed = false;
     const close = () => {
       if (closed) return;
       closed = true;
       open.delete(close);
-      conn.disconnect();
+      unwatch?.();
+      release();
+      woken();
     };
     open.add(close);
     raw.on('close', close);
@@ -150,15 +190,30 @@ export const chatRoutes: FastifyPluginAsyncZod = async (app) => {
     raw.writeHead(200, UI_STREAM_HEADERS);
     const send = (chunks: object[]) =>
       write(raw, chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join(''));
+    /** Resolves on a wake-up or after HEARTBEAT_MS; true when woken. */
+    const wait = () =>
+      new Promise<boolean>((resolve) => {
+        if (pending) {
+          pending = false;
+          return resolve(true);
+        }
+        const timer = setTimeout(() => resolve(false), HEARTBEAT_MS);
+        wake = () => {
+          clearTimeout(timer);
+          wake = () => undefined;
+          pending = false;
+          resolve(true);
+        };
+      });
     let last = cursor;
     try {
       await send(translator.start());
       let done = false;
       while (!closed && !done) {
-        const events = await readEvents(conn, deps.keys, session.id, last, HEARTBEAT_MS);
+        const events = await hub.read(session.id, last);
         if (closed) break;
         if (events.length === 0) {
-          await write(raw, ': heartbeat\n\n');
+          if (!(await wait()) && !closed) await write(raw, ': heartbeat\n\n');
           continue;
         }
         const chunks: object[] = [];
@@ -206,7 +261,8 @@ export const chatRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request, reply) => {
-      const tenantId = tenantOf(request).id;
+      const tenant = tenantOf(request);
+      const tenantId = tenant.id;
       const body = request.body;
       if (body.trigger !== 'submit-message')
         throw invalid(
@@ -218,36 +274,49 @@ export const chatRoutes: FastifyPluginAsyncZod = async (app) => {
       const last = body.messages[index]!;
       const parts = last.parts as UIPartLike[];
       const key = turnKey(deps.keys.events(session.id));
-      if (last.role === 'user') {
-        const { text, files } = userParts(parts, index);
+      if (last.role !== 'user' && last.role !== 'assistant')
+        throw invalid(`/messages/${index}/role`, 'must be user or assistant');
+      const respond = async (release: () => void): Promise<void> => {
+        if (last.role === 'user') {
+          const { text, files } = userParts(parts, index);
+          const counted = withTokens([{ type: 'text', text, tokens: 0 }, ...files], deps.tokenizer);
+          await refuseOversizedInput(deps, tenantId, session.id, counted, undefined);
+          const cursor = await lastEventId(deps.redis, deps.keys, session.id);
+          const { replayed } = await appendAndWake(deps, request.log, {
+            tenantId,
+            session,
+            parts: counted,
+            idempotency: { key: `ui-${last.id}`, requestHash: requestHash({ text, files }) },
+          });
+          // A replayed message streams its turn from where it started (a retry after a drop).
+          const start = replayed ? ((await deps.redis.get(key)) ?? cursor) : cursor;
+          if (!replayed) await deps.redis.set(key, cursor, 'EX', TURN_TTL_S);
+          return stream(reply, request.log, session, start, release);
+        }
+        const pending = new Set((await pendingToolCalls(deps, session)).map((c) => c.callId));
+        const results = toolResults(parts).filter((r) => pending.has(r.callId));
+        if (results.length === 0) {
+          // Nothing new to submit (a retry, or results already in): reattach to the turn.
+          return stream(
+            reply,
+            request.log,
+            session,
+            (await deps.redis.get(key)) ?? (await lastEventId(deps.redis, deps.keys, session.id)),
+            release,
+          );
+        }
         const cursor = await lastEventId(deps.redis, deps.keys, session.id);
-        const { replayed } = await appendAndWake(deps, request.log, {
-          tenantId,
-          session,
-          parts: withTokens([{ type: 'text', text, tokens: 0 }, ...files], deps.tokenizer),
-          idempotency: { key: `ui-${last.id}`, requestHash: requestHash({ text, files }) },
-        });
-        // A replayed message streams its turn from where it started (a retry after a drop).
-        const start = replayed ? ((await deps.redis.get(key)) ?? cursor) : cursor;
-        if (!replayed) await deps.redis.set(key, cursor, 'EX', TURN_TTL_S);
-        return stream(reply, request.log, session, start);
+        await submitToolResults(deps, request.log, tenantId, session.id, results);
+        await deps.redis.set(key, cursor, 'EX', TURN_TTL_S);
+        return stream(reply, request.log, session, cursor, release);
+      };
+      const release = admit(tenant);
+      try {
+        return await respond(release);
+      } catch (err) {
+        release();
+        throw err;
       }
-      if (last.role !== 'assistant') throw invalid(`/messages/${index}/role`, 'must be user or assistant');
-      const pending = new Set((await pendingToolCalls(deps, session)).map((c) => c.callId));
-      const results = toolResults(parts).filter((r) => pending.has(r.callId));
-      if (results.length === 0) {
-        // Nothing new to submit (a retry, or results already in): reattach to the turn.
-        return stream(
-          reply,
-          request.log,
-          session,
-          (await deps.redis.get(key)) ?? (await lastEventId(deps.redis, deps.keys, session.id)),
-        );
-      }
-      const cursor = await lastEventId(deps.redis, deps.keys, session.id);
-      await submitToolResults(deps, request.log, tenantId, session.id, results);
-      await deps.redis.set(key, cursor, 'EX', TURN_TTL_S);
-      return stream(reply, request.log, session, cursor);
     },
   );
 
@@ -274,12 +343,19 @@ export const chatRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request, reply) => {
-      const session = await loadSession(deps, tenantOf(request).id, request.params.id);
+      const tenant = tenantOf(request);
+      const session = await loadSession(deps, tenant.id, request.params.id);
       if (session.status === 'idle' || session.status === 'error') return reply.status(204).send(null);
-      const start =
-        (await deps.redis.get(turnKey(deps.keys.events(session.id)))) ??
-        (await lastEventId(deps.redis, deps.keys, session.id));
-      return stream(reply, request.log, session, start);
+      const release = admit(tenant);
+      try {
+        const start =
+          (await deps.redis.get(turnKey(deps.keys.events(session.id)))) ??
+          (await lastEventId(deps.redis, deps.keys, session.id));
+        return await stream(reply, request.log, session, start, release);
+      } catch (err) {
+        release();
+        throw err;
+      }
     },
   );
 };
