@@ -77,9 +77,10 @@ create table compactions (
   finished_at timestamp with time zone,
   duration_ms integer,
   error jsonb,
+  requests integer,
   constraint compactions_pkey PRIMARY KEY (id),
-  constraint compactions_reason_check CHECK ((reason = ANY (ARRAY['auto'::text, 'manual'::text, 'overflow'::text]))),
-  constraint compactions_status_check CHECK ((status = ANY (ARRAY['running'::text, 'completed'::text, 'failed'::text])))
+  constraint compactions_reason_check CHECK ((reason = ANY (ARRAY['auto'::text, 'manual'::text, 'overflow'::text, 'background'::text]))),
+  constraint compactions_status_check CHECK ((status = ANY (ARRAY['running'::text, 'completed'::text, 'failed'::text, 'noop'::text])))
 );
 
 create table idempotency_keys (

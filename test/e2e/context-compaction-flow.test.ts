@@ -11,8 +11,10 @@ import {
   liveText,
   log,
   markerOf,
+  NO_PRUNE,
   SUMMARY_SYSTEM,
   summaryRule,
+  WHOLE_OUTPUTS,
 } from './context-fixtures.ts';
 
 // Compaction that respects the turn and the log, end to end (docs/context.md "Summary
@@ -32,7 +34,13 @@ beforeAll(async () => {
   await defineBig(client, stack);
   const schema = { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] } as const;
   await client.tool('pick', { kind: 'client', description: 'Ask the user to pick', inputSchema: schema });
-  await client.agent('small', { tools: ['big'], limits: { context: 8000, output: 1000 } });
+  // Tests of the compaction itself: whole outputs, prune off (with it, prune alone makes room).
+  await client.agent('small', {
+    tools: ['big'],
+    limits: { context: 8000, output: 1000 },
+    ...WHOLE_OUTPUTS,
+    compaction: NO_PRUNE,
+  });
   await client.tool('slow', {
     kind: 'webhook',
     description: 'a slow tool',
@@ -45,7 +53,8 @@ beforeAll(async () => {
   await client.agent('bg', {
     tools: ['big'],
     limits: { context: 8000, output: 1000 },
-    compaction: { backgroundDelayMs: 200 },
+    ...WHOLE_OUTPUTS,
+    compaction: { ...NO_PRUNE, backgroundDelayMs: 200 },
   });
 });
 afterAll(() => stack?.close());

@@ -154,7 +154,7 @@ describe('context: a compaction killed mid-summary', () => {
     const rows = await compactions(stack, id);
     expect(rows.map((r) => r.status).sort()).toEqual(['completed', 'failed']);
     expect(messages.at(-1).info.finish).toBe('stop');
-  });
+  }, 90_000); // a child worker process, a slow summary and a restart: ~30 s on a loaded machine
 
   it('replaces the summary of a run that failed after streaming it, before its commit', async () => {
     stack.mock.setScenario({ rules: [summaryRule, ...turns()] });

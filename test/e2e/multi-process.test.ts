@@ -429,11 +429,13 @@ describe('infra/compose.yaml', () => {
       // REDIS_URL / REDIS_CLUSTER_NODES: read by the shared Redis factory of both processes.
       gateway: read([
         'apps/gateway/src/server.ts',
+        'apps/gateway/src/config.ts',
         'apps/gateway/src/plugins/auth.ts',
         'packages/queue/src/redis.ts',
       ]),
       worker: read([
         'apps/worker/src/main.ts',
+        'apps/worker/src/config.ts',
         'apps/worker/src/tools/address-policy.ts',
         'packages/queue/src/redis.ts',
       ]),

@@ -130,7 +130,7 @@ async function main() {
     system: 'You read reports and summarise them.',
     tools: ['big'],
     limits: { context: 8000, output: 1000 },
-    // Small prune thresholds to match the small window (defaults: 40,000 / 20,000 tokens).
+    // Tighter than the window-scaled prune defaults (1,750 / 700 tokens at this window).
     compaction: { pruneProtect: 1000, pruneMinimum: 500 },
   });
   const small = await ll.sessions.create({ agent: 'researcher' });

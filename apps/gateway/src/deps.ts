@@ -24,6 +24,11 @@ export interface GatewayDeps {
   logger?: FastifyServerOptions['logger'];
   /** Browser origins allowed by CORS (LOOPLINE_CORS_ORIGINS; `*` = any); absent or empty: CORS off. */
   corsOrigins?: readonly string[];
+  /**
+   * Fastify `trustProxy` (LOOPLINE_TRUST_PROXY): which proxies' `X-Forwarded-For`/`-Proto` to
+   * believe, for the client address (auth throttling) and HTTPS (`Secure` cookies). Default none.
+   */
+  trustProxy?: boolean | number | string[];
   /** Public base URL, written into the OpenAPI document's servers list. */
   publicUrl?: string;
   /** SSE heartbeat interval (default 15 s); tests shorten it. */

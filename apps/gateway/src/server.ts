@@ -41,6 +41,7 @@ export async function main(): Promise<void> {
     queues,
     keys,
     operatorToken: env.LOOPLINE_OPERATOR_TOKEN,
+    trustProxy: env.LOOPLINE_TRUST_PROXY,
     logger: loggerOptions(env.LOG_LEVEL),
     flags: { disableAutocompact: env.LOOPLINE_DISABLE_AUTOCOMPACT, disablePrune: env.LOOPLINE_DISABLE_PRUNE },
     rateLimit: {

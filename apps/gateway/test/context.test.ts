@@ -1,6 +1,6 @@
 import {
+  MESSAGE_FRAMING_TOKENS,
   PROVIDER_DEFAULT_PROMPT,
-  READ_OUTPUT_TOOL,
   requestOverhead,
   type SessionEvent,
   type SessionStatus,
@@ -77,14 +77,11 @@ describe('GET /v1/sessions/:id/context', () => {
     const ctx = await newSession();
     const res = await get(`/v1/sessions/${ctx.sessionId}/context`);
     expect(res.statusCode, res.body).toBe(200);
-    // Before any provider report the system block and the tool definitions count, × the prior
-    // of an unknown model family (1.1).
-    const overhead = requestOverhead(
-      createTokenizer('o200k_base'),
-      [PROVIDER_DEFAULT_PROMPT],
-      [READ_OUTPUT_TOOL],
-    );
-    const used = Math.ceil(overhead * 1.1);
+    // Before any provider report the system block counts (no tool definitions: read_output is
+    // offered only with a truncated output to read), × the prior of the mock's family (o200k: 1.0).
+    const overhead = requestOverhead(createTokenizer('o200k_base'), [PROVIDER_DEFAULT_PROMPT], []);
+    // Plus the framing a chat template adds around the system message and the reply's opening.
+    const used = Math.ceil((overhead + 2 * MESSAGE_FRAMING_TOKENS) * 1.0);
     expect(res.json()).toEqual({
       sessionId: ctx.sessionId,
       status: 'idle',
@@ -104,6 +101,8 @@ describe('GET /v1/sessions/:id/context', () => {
       flags: { autocompact: true, prune: true },
       boundary: null,
       compactions: [],
+      ratio: { value: 1, learned: false, weight: 0, margin: 0.05 },
+      estimates: [],
     });
     const session = await get(`/v1/sessions/${ctx.sessionId}`);
     expect(session.json().tokens).toEqual({ used, usable: 68_000, trigger: 68_000, background: 54_400 });

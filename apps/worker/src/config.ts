@@ -34,7 +34,7 @@ export const modelEnv = z.object({
 });
 
 export const loopEnv = z.object({
-  LOOPLINE_LOCK_TTL_MS: envMs(15_000, 'session lock TTL (renewed every third)', { min: 1_000, max: 600_000 }),
+  LOOPLINE_LOCK_TTL_MS: envMs(15_000, 'session lock TTL (renewed every third)', { min: 500, max: 600_000 }),
   LOOPLINE_LOCK_RETRY_MS: envMs(250, 'retry delay when a session is locked', { min: 10, max: 60_000 }),
   LOOPLINE_MAX_PROVIDER_RETRIES: count(
     8,
@@ -75,7 +75,7 @@ export const fairnessEnv = z.object({
     Number.MAX_SAFE_INTEGER,
   ),
   LOOPLINE_SLOT_TTL_MS: envMs(defaultFairness.slotTtlMs, 'tenant slot lease (expires if its worker dies)', {
-    min: 1_000,
+    min: 100,
     max: DAY_MS,
   }),
   LOOPLINE_SLOT_RETRY_MS: envMs(defaultFairness.slotRetryMs, 'retry of a step refused a slot (batch: ×10)', {
@@ -85,7 +85,7 @@ export const fairnessEnv = z.object({
   LOOPLINE_TOKEN_WINDOW_MS: envMs(
     defaultFairness.tokenWindowMs,
     'length of the token budget window (`tokensPerMinute` is per window)',
-    { min: 1_000, max: DAY_MS },
+    { min: 100, max: DAY_MS },
   ),
   LOOPLINE_BATCH_POLL_MS: envMs(defaultFairness.batchPollMs, "a busy batch item's fallback poll", {
     min: 100,
@@ -103,13 +103,13 @@ export const workerJobsEnv = z.object({
   WORKER_BATCH_CONCURRENCY: concurrency(c.batch, 'batch parent'),
   WORKER_BATCH_ITEM_CONCURRENCY: concurrency(c.batchItem, 'batch conversation'),
   WORKER_JOB_LOCK_MS: envMs(defaultWorkerOptions.jobLockMs, 'BullMQ job lock', {
-    min: 1_000,
+    min: 100,
     max: 3_600_000,
   }),
   WORKER_STALLED_INTERVAL_MS: envMs(
     defaultWorkerOptions.stalledIntervalMs,
     "how often stalled jobs are looked for (a dead worker's job is retried)",
-    { min: 1_000, max: 3_600_000 },
+    { min: 100, max: 3_600_000 },
   ),
 });
 

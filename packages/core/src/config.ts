@@ -131,7 +131,7 @@ export const ModelCapabilities = z.object({
   /** The template accepts a `system` message; otherwise the system text opens the first user message. */
   systemRole: z.boolean().optional(),
   /** Upper bound of max_tokens the server accepts. */
-  maxOutput: z.number().int().positive().optional(),
+  maxOutput: z.number().int().positive().max(MAX_TOKENS).optional(),
 });
 export type ModelCapabilities = z.infer<typeof ModelCapabilities>;
 export type ResolvedCapabilities = Required<Omit<ModelCapabilities, 'maxOutput'>> &

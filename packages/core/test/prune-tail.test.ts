@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { filterCompacted } from '../src/session/history.ts';
-import { planPrune, pruneDefaults, pruneOptions } from '../src/session/prune.ts';
+import { minimumBeforeCompaction, planPrune, pruneDefaults, pruneOptions } from '../src/session/prune.ts';
 import { defaultTailBudget, selectTail } from '../src/session/tail.ts';
 import { assistant, compaction, ids, p, reset, summary, toolPart, user } from './build.ts';
 
@@ -112,6 +112,15 @@ describe('planPrune', () => {
       assistant('z'),
     ];
     expect(planPrune(msgs).tokens).toBe(0);
+  });
+});
+
+describe('minimumBeforeCompaction', () => {
+  it('drops the minimum to what gets under the trigger, never raises it', () => {
+    expect(minimumBeforeCompaction(1_400, 300)).toBe(300);
+    expect(minimumBeforeCompaction(1_400, 5_000)).toBe(1_400);
+    expect(minimumBeforeCompaction(1_400, 0)).toBe(1_400);
+    expect(minimumBeforeCompaction(1_400, -50)).toBe(1_400);
   });
 });
 

@@ -1,4 +1,11 @@
-import { newId, type Part, planPrune, pruneOptions, type ToolPart } from '@loopline/core';
+import {
+  minimumBeforeCompaction,
+  newId,
+  type Part,
+  planPrune,
+  pruneOptions,
+  type ToolPart,
+} from '@loopline/core';
 import { finishStep, startStep, updatePart } from '@loopline/db';
 import type { WorkerDeps } from '../deps.ts';
 import type { SessionContext } from '../session-context.ts';
@@ -20,10 +27,17 @@ export async function prunePass(
   writer: SessionWriter,
   ctx: SessionContext,
   job: { id: string; attempt: number },
+  /** The pass runs because a summary compaction is needed (prune first): see minimumBeforeCompaction. */
+  beforeCompaction = false,
 ): Promise<PruneResult> {
   const c = ctx.agent.compaction;
   if (!c.prune || deps.flags.disablePrune) return { parts: 0, tokens: 0 };
-  const plan = planPrune(ctx.view, pruneOptions(c, ctx.budget.usable));
+  const opts = pruneOptions(c, ctx.budget.usable);
+  if (beforeCompaction) {
+    const over = Math.ceil((ctx.estimate - ctx.budget.trigger + 1) / (ctx.session.tokenRatio ?? 1));
+    opts.minimum = minimumBeforeCompaction(opts.minimum, over);
+  }
+  const plan = planPrune(ctx.view, opts);
   const chosen = new Set(plan.partIds);
   const now = Date.now();
   const marked: ToolPart[] = [];

@@ -37,7 +37,13 @@ export async function processPrune(deps: WorkerDeps, job: Job<PruneJob>, token?:
       );
       return;
     }
-    const pruned = await prunePass(deps, writer, ctx, { id: job.id ?? 'unknown', attempt });
+    const pruned = await prunePass(
+      deps,
+      writer,
+      ctx,
+      { id: job.id ?? 'unknown', attempt },
+      job.data.purpose === 'compact',
+    );
     deps.metrics?.pruned(job.data.purpose, pruned.parts, pruned.tokens);
     if (pruned.parts > 0) {
       log.info(pruned, 'pruned old tool outputs');

@@ -244,7 +244,17 @@ export async function callModel(
   const providerInput = finish.usage.input + finish.usage.cache.read + finish.usage.cache.write;
   // No usage reported (a server that sends none in the stream): nothing is learned, the ratio and
   // its margin stay as they are, and the next estimate is unanchored (findAnchor skips zeros).
-  const learned = learnRatio(sessionRatio(session, agent), providerInput, sentTokens);
+  const known = sessionRatio(session, agent);
+  // A report far below what was sent (a server that silently cut the start of the prompt, as
+  // Ollama does past num_ctx) must not teach the ratio: it would make every later estimate short.
+  const cut = known.weight > 0 && providerInput > 0 && providerInput < 0.6 * sentTokens * known.ratio;
+  if (cut) {
+    deps.logger.warn(
+      { tenantId, sessionId, reported: providerInput, estimate: input.estimate.tokens, ratio: known.ratio },
+      'the model server reported a much smaller prompt than was sent: it may have cut the prompt',
+    );
+  }
+  const learned = cut ? known : learnRatio(known, providerInput, sentTokens);
   // The finish: the fence check writes the session's progress; then the parts not written yet
   // (a step without tools), the last tool result, the step-finish part, the message, the ledger.
   const info: AssistantMessage = {

@@ -120,8 +120,8 @@ export const CompactionPart = PartBase.extend({
   instructions: z.string().optional(),
   /**
    * 1-based number of this compaction within its user turn, set when the loop creates it. The
-   * per-turn limit (maxIterations) still holds once a boundary has cut the turn's first message
-   * out of the model view.
+   * optional per-turn cap (maxCompactionsPerTurn) still holds once a boundary has cut the turn's
+   * first message out of the model view.
    */
   iteration: z.number().int().positive().optional(),
   /**

@@ -34,7 +34,8 @@ export type ToolConfigInput = z.input<typeof ToolConfig>;
 
 /**
  * Built-in tool names: no PUT /v1/tools needed, and a tenant tool of the same name is ignored.
- * `read_output` is given to every agent; `task` (start a subagent, session/task.ts) only to agents
+ * `read_output` is offered when the model view holds a truncated output (or the agent lists it;
+ * never to a model without tools); `task` (start a subagent, session/task.ts) only to agents
  * that list it in `tools`.
  */
 export const BUILTIN_TOOLS = ['read_output', 'task'] as const;

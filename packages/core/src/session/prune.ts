@@ -96,3 +96,13 @@ export function planPrune(messages: WithParts[], opts: PruneOptions = {}): Prune
   }
   return candidates > minimum ? { partIds, tokens: candidates } : { partIds: [], tokens: 0 };
 }
+
+/**
+ * The prune before a summary compaction: the minimum drops to what brings the estimate under the
+ * trigger. The minimum keeps a prune from costing a prompt-cache miss for a small gain; a summary
+ * compaction costs a model call and a miss of the whole prompt, so a prune that avoids one is
+ * always worth it. `over`: tokens (tiktoken scale) the next prompt is above the trigger.
+ */
+export function minimumBeforeCompaction(minimum: number, over: number): number {
+  return over > 0 ? Math.min(minimum, over) : minimum;
+}

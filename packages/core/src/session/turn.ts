@@ -28,7 +28,7 @@ export function turnOf(messages: WithParts[]): WithParts[] {
 }
 
 /**
- * Compactions in the current user turn (CONTEXT.md §5.6: at most maxIterations). Counts compaction
+ * Compactions in the current user turn (the optional maxCompactionsPerTurn cap). Counts compaction
  * parts since the newest turn start; a part carrying `iteration` (set when the loop created it)
  * fixes the count even if a boundary cut the turn start out of view.
  */
