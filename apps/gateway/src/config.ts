@@ -1,5 +1,6 @@
 import {
   databaseEnv,
+  egressEnv,
   envFlag,
   envInt,
   envList,
@@ -119,6 +120,7 @@ export const gatewayEnv = z.object({
   ...logEnv.shape,
   ...gatewayListenEnv.shape,
   ...runtimeFlagsEnv.shape,
+  ...egressEnv.shape,
   ...gatewayLimitsEnv.shape,
   ...gatewayOpsEnv.shape,
 });

@@ -1,11 +1,10 @@
 import {
   databaseEnv,
+  egressEnv,
   envFlag,
   envInt,
-  envList,
   envMs,
   envString,
-  envUrl,
   logEnv,
   parseEnv,
   redisEnv,
@@ -27,10 +26,9 @@ const DAY_MS = 86_400_000;
 export const modelEnv = z.object({
   OPENAI_API_KEY: envString(
     undefined,
-    'API key of the model server (sent only to `OPENAI_BASE_URL`)',
+    'API key of the built-in providers (`openai/`, `compatible/`): sent only to their base URL',
     'unset',
   ),
-  OPENAI_BASE_URL: envUrl(undefined, ['http', 'https'], 'OpenAI or OpenAI-compatible base URL'),
 });
 
 export const loopEnv = z.object({
@@ -113,9 +111,20 @@ export const workerJobsEnv = z.object({
   ),
 });
 
+/** The worker's own egress caps (the shared policy is core's egressEnv; docs/security.md). */
 export const webhookEnv = z.object({
-  LOOPLINE_WEBHOOK_ALLOW_PRIVATE: envFlag('let webhook tools reach private and loopback addresses'),
-  LOOPLINE_WEBHOOK_ALLOW_HOSTS: envList('hosts webhook tools may reach even when private (comma-separated)'),
+  LOOPLINE_WEBHOOK_MAX_BYTES: envInt(
+    4 * 1024 * 1024,
+    "largest webhook answer read (caps a tool's `maxResponseBytes`)",
+    {
+      min: 1,
+      max: 1024 * 1024 * 1024,
+    },
+  ),
+  LOOPLINE_ATTACHMENT_TIMEOUT_MS: envMs(30_000, 'time cap of one attachment download', {
+    min: 100,
+    max: 3_600_000,
+  }),
 });
 
 export const workerMetricsEnv = z.object({
@@ -138,6 +147,7 @@ export const workerEnv = z.object({
   ...redisEnv.shape,
   ...logEnv.shape,
   ...modelEnv.shape,
+  ...egressEnv.shape,
   ...runtimeFlagsEnv.shape,
   ...loopEnv.shape,
   ...fairnessEnv.shape,

@@ -160,7 +160,7 @@ export interface paths {
         get: operations["getAgent"];
         /**
          * Create (201) or update (200) an agent
-         * @description The body is the whole agent configuration (unknown fields are refused; omitted ones take their defaults). Every tool it names must be defined for the tenant or built in. Existing sessions keep the configuration they were created with; the version is bumped by every update.
+         * @description The body is the whole agent configuration (unknown fields are refused; omitted ones take their defaults). Every tool it names must be defined for the tenant or built in. Existing sessions keep the configuration they were created with; the version is bumped by every update. `model` names an operator-configured provider (`<provider>/<id>`), or the agent brings its own `baseURL` and `apiKey` (write-only: stored encrypted, never returned).
          */
         put: operations["putAgent"];
         post?: never;
@@ -208,7 +208,7 @@ export interface paths {
         get: operations["getTool"];
         /**
          * Create (201) or update (200) a tool
-         * @description A webhook tool: the worker POSTs `{callId, sessionId, tool, input}` to its http(s) URL (private addresses refused unless allowed) and records the answer. The input schema is a JSON Schema object.
+         * @description A webhook tool: the worker POSTs `{callId, sessionId, tool, input}` to its http(s) URL (private addresses refused unless the operator allows them; no CR/LF, hop-by-hop or `host` headers) and records the answer. Every call is signed (Standard Webhooks `webhook-id`, `webhook-timestamp`, `webhook-signature`); the secret is returned once, as `signingSecret`, when the tool gets it. The input schema is a JSON Schema object.
          */
         put: operations["putTool"];
         post?: never;
@@ -951,6 +951,7 @@ export interface components {
                 headers: {
                     [key: string]: string;
                 };
+                maxResponseBytes?: number;
             } | {
                 /** @constant */
                 kind: "client";
@@ -2601,6 +2602,8 @@ export interface operations {
                     /** @enum {string} */
                     tokenizer?: "openai" | "claude" | "gemini" | "llama" | "deepseek" | "qwen" | "mistral";
                     titleModel?: string;
+                    /** @description Write-only: the key for the agent's own `baseURL`, stored encrypted and never returned. Required with a new baseURL; omitted, the stored key for the same baseURL is kept. */
+                    apiKey?: string;
                 };
             };
         };
@@ -2868,6 +2871,7 @@ export interface operations {
                     headers?: {
                         [key: string]: string;
                     };
+                    maxResponseBytes?: number;
                 } | {
                     /** @enum {string} */
                     kind: "client";
@@ -2885,22 +2889,112 @@ export interface operations {
             };
         };
         responses: {
-            /** @description A tool: its name and stored configuration (defaults filled in) */
+            /** @description The tool as stored, with its new signing secret when it just got one */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Tool"];
+                    "application/json": {
+                        name: string;
+                        config: {
+                            /** @enum {string} */
+                            kind: "webhook";
+                            /** @default  */
+                            description: string;
+                            /** @description JSON Schema of the tool input; must be an object schema */
+                            inputSchema: {
+                                /** @enum {string} */
+                                type: "object";
+                            } & {
+                                [key: string]: unknown;
+                            };
+                            /** Format: uri */
+                            url: string;
+                            /** @default 30000 */
+                            timeoutMs: number;
+                            /** @default {} */
+                            headers: {
+                                [key: string]: string;
+                            };
+                            maxResponseBytes?: number;
+                        } | {
+                            /** @enum {string} */
+                            kind: "client";
+                            /** @default  */
+                            description: string;
+                            /** @description JSON Schema of the tool input; must be an object schema */
+                            inputSchema: {
+                                /** @enum {string} */
+                                type: "object";
+                            } & {
+                                [key: string]: unknown;
+                            };
+                            timeoutMs?: number;
+                        };
+                        /** @description Bumped by every update */
+                        version: number;
+                        /** @description ISO 8601 timestamp */
+                        createdAt: string;
+                        /** @description ISO 8601 timestamp */
+                        updatedAt: string;
+                        /** @description The webhook signing secret (`whsec_…`), present only in the response that created it: store it, it is never shown again. Verify `webhook-signature` with it (README, docs/security.md). */
+                        signingSecret?: string;
+                    };
                 };
             };
-            /** @description A tool: its name and stored configuration (defaults filled in) */
+            /** @description The tool as stored, with its new signing secret when it just got one */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Tool"];
+                    "application/json": {
+                        name: string;
+                        config: {
+                            /** @enum {string} */
+                            kind: "webhook";
+                            /** @default  */
+                            description: string;
+                            /** @description JSON Schema of the tool input; must be an object schema */
+                            inputSchema: {
+                                /** @enum {string} */
+                                type: "object";
+                            } & {
+                                [key: string]: unknown;
+                            };
+                            /** Format: uri */
+                            url: string;
+                            /** @default 30000 */
+                            timeoutMs: number;
+                            /** @default {} */
+                            headers: {
+                                [key: string]: string;
+                            };
+                            maxResponseBytes?: number;
+                        } | {
+                            /** @enum {string} */
+                            kind: "client";
+                            /** @default  */
+                            description: string;
+                            /** @description JSON Schema of the tool input; must be an object schema */
+                            inputSchema: {
+                                /** @enum {string} */
+                                type: "object";
+                            } & {
+                                [key: string]: unknown;
+                            };
+                            timeoutMs?: number;
+                        };
+                        /** @description Bumped by every update */
+                        version: number;
+                        /** @description ISO 8601 timestamp */
+                        createdAt: string;
+                        /** @description ISO 8601 timestamp */
+                        updatedAt: string;
+                        /** @description The webhook signing secret (`whsec_…`), present only in the response that created it: store it, it is never shown again. Verify `webhook-signature` with it (README, docs/security.md). */
+                        signingSecret?: string;
+                    };
                 };
             };
             /** @description Every error response */
@@ -3144,8 +3238,6 @@ export interface operations {
                     /** @description Per-session changes merged over the agent configuration (objects merge field by field) */
                     overrides?: {
                         model?: string;
-                        /** Format: uri */
-                        baseURL?: string;
                         system?: string;
                         tools?: string[];
                         limits?: {

@@ -10,9 +10,10 @@ import {
   type Tokenizer,
   type Usage,
 } from '@loopline/core';
-import { type ClassifiedError, createModel, streamStep } from '@loopline/llm';
+import { type ClassifiedError, streamStep } from '@loopline/llm';
 import type { WorkerDeps } from '../deps.ts';
 import { secondsSince } from '../metrics.ts';
+import { modelFor } from '../model-endpoint.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { StreamRecorder } from '../step/stream-recorder.ts';
 import { ignoreSummaryParts } from './summary-message.ts';
@@ -31,6 +32,8 @@ export interface SummaryModel {
   ref: string;
   baseURL?: string | undefined;
   limits: ModelLimits;
+  /** Whose agent this is: its endpoint and credential (model-endpoint.ts). */
+  owner: { tenantId: string; agentName: string };
   /** What the model's chat template accepts (capabilities): role alternation, a system role. */
   template?: { strictAlternation?: boolean; systemRole?: boolean };
   /**
@@ -101,7 +104,7 @@ async function summarizeOnce(deps: WorkerDeps, input: SummarizeInput): Promise<A
   let failure: ClassifiedError | undefined;
   const started = performance.now();
   const events = streamStep({
-    model: createModel(model.ref, { apiKey: deps.llm.apiKey, baseURL: model.baseURL ?? deps.llm.baseURL }),
+    model: await modelFor(deps, model.owner, model, model.ref),
     system: [COMPACTION_SYSTEM_PROMPT],
     messages: input.messages,
     tools: [],

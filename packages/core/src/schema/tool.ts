@@ -15,6 +15,16 @@ export const ToolConfig = z.discriminatedUnion('kind', [
     url: z.url(),
     timeoutMs: z.number().int().positive().max(600_000).default(30_000),
     headers: z.record(z.string(), z.string()).default({}),
+    /**
+     * Largest answer read; past it the call fails and the connection is dropped. Absent: the
+     * worker's ceiling (LOOPLINE_WEBHOOK_MAX_BYTES, 4 MiB), which also caps this value.
+     */
+    maxResponseBytes: z
+      .number()
+      .int()
+      .positive()
+      .max(64 * 1024 * 1024)
+      .optional(),
   }),
   z.object({
     kind: z.literal('client'),

@@ -2,8 +2,8 @@ import { sql } from 'kysely';
 import type { Db, Trx } from '../client.ts';
 
 // DELETE /v1/sessions/:id: a data-deletion request removes the session and everything stored for
-// it — messages, parts, stored tool outputs, steps, compactions, idempotency records, its batch
-// item — and the same for every child session (subagents) below it. History is otherwise
+// it — messages, parts, fetched attachments, stored tool outputs, steps, compactions, idempotency
+// records, its batch item — and the same for every child session (subagents) below it. History is otherwise
 // append-only; this is the one path that deletes it. One transaction: all of it or nothing.
 
 export type DeleteSessionOutcome =
