@@ -74,6 +74,11 @@ export async function deleteSessionTree(
       .where('tenant_id', '=', tenantId)
       .where('session_id', 'in', ids)
       .execute();
+    await trx
+      .deleteFrom('attachments')
+      .where('tenant_id', '=', tenantId)
+      .where('session_id', 'in', ids)
+      .execute();
     await trx.deleteFrom('parts').where('tenant_id', '=', tenantId).where('session_id', 'in', ids).execute();
     await trx
       .deleteFrom('compactions')
