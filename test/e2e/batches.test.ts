@@ -1,6 +1,7 @@
 import { jobIds } from '@loopline/queue';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { until } from '../support/wait.ts';
 
 // Batches end to end (issue #5 item 7): POST /v1/batches (JSON and JSONL) → one session per
 // conversation → a BullMQ flow (batch parent, a child per conversation posting its messages turn
@@ -243,6 +244,36 @@ describe('batches', () => {
       })
       .toBe('completed');
     expect((await other.call('GET', `/v1/batches/${id}`)).body.status).toBe('cancelled');
+  }, 60_000);
+
+  it('reports usage, model calls and the last output of cancelled conversations that ran', async () => {
+    const t = await stack.tenant('cancel-results');
+    await t.agent('helper', {});
+    const created = await t.call('POST', '/v1/batches', {
+      agent: 'helper',
+      conversations: [{ messages: ['first turn', 'now answer slowly', 'never sent'] }],
+    });
+    expect(created.status).toBe(201);
+    const id = created.body.id;
+    // The first turn has been answered (its reply carries usage) before the cancel.
+    const sessionId = await until('the first turn answered', async () => {
+      const item = await stack.deps.db
+        .selectFrom('batch_items')
+        .select(['session_id', 'sent'])
+        .where('batch_id', '=', id)
+        .executeTakeFirst();
+      return item && item.sent >= 2 ? item.session_id : undefined;
+    });
+    expect((await t.call('POST', `/v1/batches/${id}/cancel`)).status).toBe(200);
+    await expect
+      .poll(async () => (await t.call('GET', `/v1/sessions/${sessionId}`)).body.status, { timeout: 20_000 })
+      .toBe('idle');
+    const { lines } = await results(id, t);
+    expect(lines).toHaveLength(1);
+    expect(lines[0].status).toBe('cancelled');
+    expect(lines[0].modelCalls).toBeGreaterThanOrEqual(1);
+    expect(lines[0].usage.total).toBeGreaterThan(0);
+    expect(lines[0].output).toEqual(expect.any(String));
   }, 60_000);
 
   describe('bad input is a 400 and writes nothing', () => {

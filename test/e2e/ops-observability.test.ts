@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
+import { createLoopline } from '@loopline/client';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readSse } from '../../apps/cli/src/sse-client.ts';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
 import { until } from '../support/wait.ts';
 
@@ -29,18 +29,15 @@ beforeAll(async () => {
 });
 afterAll(() => stack?.close());
 
-/** Session events (SSE) until `stop` says so; returns them all. */
+/** Session events (SSE, from the oldest) until `stop` says so; returns them all. */
 async function collectEvents(sessionId: string, stop: (ev: any) => boolean): Promise<any[]> {
   const events: any[] = [];
   const abort = new AbortController();
+  const ll = createLoopline({ baseUrl: stack.url, apiKey: client.apiKey });
   try {
-    for await (const msg of readSse(`${stack.url}/v1/sessions/${sessionId}/events`, {
-      headers: { authorization: `Bearer ${client.apiKey}` },
-      signal: abort.signal,
-    })) {
-      const ev = JSON.parse(msg.data);
-      events.push(ev);
-      if (stop(ev)) break;
+    for await (const { event } of ll.sessions.get(sessionId).events({ signal: abort.signal })) {
+      events.push(event);
+      if (stop(event)) break;
     }
   } finally {
     abort.abort();

@@ -108,6 +108,7 @@ beforeAll(async () => {
   expect(message.status).toBe(202);
   Object.assign(foreign, {
     sessions: b.sessionId,
+    chat: b.sessionId, // /v1/chat/{id}/stream: the chat id is the session id
     agents: 'b_agent',
     tools: 'b_tool',
     batches: batch.body.id as string,
@@ -115,6 +116,7 @@ beforeAll(async () => {
   const fake = (id: string) => id.replace(/_(.*)$/, (_m, rest: string) => `_${'0'.repeat(rest.length)}`);
   Object.assign(madeUp, {
     sessions: fake(b.sessionId),
+    chat: fake(b.sessionId),
     agents: 'never_made',
     tools: 'never_made',
     batches: fake(foreign.batches!),

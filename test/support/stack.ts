@@ -98,6 +98,8 @@ export async function startStack(
     fairness?: WorkerDeps['fairness'];
     /** Gateway rate limit default and window. */
     rateLimit?: GatewayDeps['rateLimit'];
+    /** Browser origins allowed by CORS (LOOPLINE_CORS_ORIGINS). */
+    corsOrigins?: GatewayDeps['corsOrigins'];
     /** Gateway batch limits. */
     batches?: GatewayDeps['batches'];
     /** Jobs per queue of the in-process workers (default: defaultWorkerOptions). */
@@ -152,6 +154,7 @@ export async function startStack(
     logger: false,
     ...(opts.rateLimit ? { rateLimit: opts.rateLimit } : {}),
     ...(opts.batches ? { batches: opts.batches } : {}),
+    ...(opts.corsOrigins ? { corsOrigins: opts.corsOrigins } : {}),
     metricsTenantLabels: opts.metricsTenantLabels === true,
   });
   await app.listen({ port: 0, host: '127.0.0.1' });

@@ -1,14 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { createLoopline, type Loopline } from '@loopline/client';
 import { demoConfigFromEnv } from './config.ts';
 import { startToolServer } from './demo-tools.ts';
 import { ensureDatabase } from './ensure-database.ts';
 import { portFree, root, type Service, spawnService, waitForHttp } from './services.ts';
-import { readSse } from './sse-client.ts';
 
 // The demo: starts the mock model, the gateway and the worker, creates a tenant, tools and an
-// agent over the HTTP API, and drives a conversation with tool calls while printing what the
-// SSE endpoint streams. The service keeps running until Ctrl-C.
+// agent over the HTTP API with @loopline/client, and drives a conversation with tool calls while
+// printing what the SSE endpoint streams. The service keeps running until Ctrl-C.
 
 const env = demoConfigFromEnv(process.env);
 const port = env.PORT;
@@ -70,17 +70,6 @@ async function checkPorts(): Promise<void> {
   if (busy.length > 0) throw new Error(`cannot start the demo:\n  ${busy.join('\n  ')}`);
 }
 
-async function api<T>(method: string, path: string, token: string, body?: unknown): Promise<T> {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const json = (await res.json()) as T;
-  if (!res.ok) throw new Error(`${method} ${path} → ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
-
 // A fresh key per demo run (its tools are created anew each run).
 const secretsKey = randomBytes(32).toString('hex');
 
@@ -125,41 +114,41 @@ async function main() {
   });
   await waitForHttp(`${base}/readyz`, { service: gateway, accept: (body) => body.includes('"checks"') });
 
-  const { apiKey } = await api<{ apiKey: string }>('POST', '/v1/admin/tenants', operatorToken, {
-    name: 'demo',
-  });
-  await api('PUT', '/v1/tools/lookup', apiKey, {
+  const admin = createLoopline({ baseUrl: base, apiKey: operatorToken });
+  const { apiKey } = await admin.admin.createTenant('demo');
+  const ll = createLoopline({ baseUrl: base, apiKey });
+  await ll.tools.put('lookup', {
     kind: 'webhook',
     description: 'Look up facts and the weather about a topic or city',
     inputSchema: { type: 'object', properties: { topic: { type: 'string' } }, required: ['topic'] },
     url: `${tools.url}/lookup`,
   });
-  await api('PUT', '/v1/tools/save_note', apiKey, {
+  await ll.tools.put('save_note', {
     kind: 'webhook',
     description: 'Save a short note for the user',
     inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
     url: `${tools.url}/save_note`,
   });
-  await api('PUT', '/v1/agents/assistant', apiKey, {
+  await ll.agents.put('assistant', {
     model: realModel ? env.DEMO_MODEL : 'compatible/mock-demo',
     system: 'You are a concise travel assistant. Use lookup for facts and save_note to remember things.',
     tools: ['lookup', 'save_note'],
     maxSteps: 8,
   });
-  const session = await api<{ id: string }>('POST', '/v1/sessions', apiKey, { agent: 'assistant' });
+  const session = await ll.sessions.create({ agent: 'assistant' });
 
   console.log(`${c.bold}Loopline demo${c.reset} — session ${session.id}`);
   console.log(`${c.dim}API docs:   ${base}/docs`);
   console.log(`Bull Board: ${base}/admin/queues?token=${operatorToken}`);
   console.log(`API key:    ${apiKey}${c.reset}\n`);
 
-  const chat = follow(session.id, apiKey);
+  const chat = follow(ll, session.id);
   await chat.converse([
     'What is the weather in Paris?',
     'Compare it with Tokyo and save a note about which is warmer.',
     'Thanks! Summarise what we found in one sentence.',
   ]);
-  const view = await api<Record<string, unknown>>('GET', `/v1/sessions/${session.id}`, apiKey);
+  const view = await session.get();
   console.log(`\n${c.dim}session: ${JSON.stringify(view)}${c.reset}`);
 
   // Part 2: context management. A small window, three turns of large tool outputs: old outputs
@@ -167,7 +156,7 @@ async function main() {
   console.log(
     `\n${c.bold}Part 2 — a small context window (8,000 tokens): prune, compact, continue${c.reset}`,
   );
-  await api('PUT', '/v1/tools/big', apiKey, {
+  await ll.tools.put('big', {
     kind: 'webhook',
     description: 'Fetch a report (a long listing)',
     inputSchema: {
@@ -177,7 +166,7 @@ async function main() {
     },
     url: `${tools.url}/big`,
   });
-  await api('PUT', '/v1/agents/researcher', apiKey, {
+  await ll.agents.put('researcher', {
     model: realModel ? env.DEMO_MODEL : 'compatible/mock-demo',
     system: 'You read reports and summarise them.',
     tools: ['big'],
@@ -185,14 +174,14 @@ async function main() {
     // Tighter than the window-scaled prune defaults (1,750 / 700 tokens at this window).
     compaction: { pruneProtect: 1000, pruneMinimum: 500 },
   });
-  const small = await api<{ id: string }>('POST', '/v1/sessions', apiKey, { agent: 'researcher' });
-  const research = follow(small.id, apiKey);
+  const small = await ll.sessions.create({ agent: 'researcher' });
+  const research = follow(ll, small.id);
   await research.converse([
     'Fetch the first report.',
     'Now the second report.',
     'Finally the third report, all six parts.',
   ]);
-  const gauge = await api<any>('GET', `/v1/sessions/${small.id}/context`, apiKey);
+  const gauge = await small.context();
   console.log(
     `\n${c.cyan}gauge: ${gauge.used} of ${gauge.trigger} tokens before the next call (trigger), ` +
       `${gauge.compactions.length} compaction(s)${c.reset}`,
@@ -201,7 +190,7 @@ async function main() {
     console.log(
       `${c.dim}  ${cp.reason} compaction, rung ${cp.rung}: ${cp.tokensBefore} → ${cp.tokensAfter} tokens${c.reset}`,
     );
-  const modelView = await api<any>('GET', `/v1/sessions/${small.id}/messages?view=model`, apiKey);
+  const modelView: any = await small.messages({ view: 'model' });
   console.log(`\n${c.bold}What the model sees now${c.reset} (GET …/messages?view=model):`);
   for (const m of modelView.messages) {
     const text = m.content
@@ -233,7 +222,8 @@ async function main() {
  * Prints a session's events as they stream; converse() sends each message after the previous turn
  * ends. A session error, a stream that ends or a turn that never finishes fails the demo.
  */
-function follow(sessionId: string, apiKey: string) {
+function follow(ll: Loopline, sessionId: string) {
+  const session = ll.sessions.get(sessionId);
   let turn: { resolve: () => void; reject: (err: Error) => void } | undefined;
   let broken: Error | undefined;
   const fail = (err: Error) => {
@@ -241,10 +231,7 @@ function follow(sessionId: string, apiKey: string) {
     turn?.reject(err);
   };
   void (async () => {
-    for await (const msg of readSse(`${base}/v1/sessions/${sessionId}/events`, {
-      headers: { authorization: `Bearer ${apiKey}` },
-    })) {
-      const ev = JSON.parse(msg.data);
+    for await (const { event: ev } of session.events()) {
       if (ev.type === 'part.delta' && ev.field === 'text') process.stdout.write(ev.delta);
       else if (ev.type === 'part.updated' && ev.part.type === 'tool') {
         const s = ev.part.state;
@@ -282,7 +269,7 @@ function follow(sessionId: string, apiKey: string) {
             turnTimeoutMs,
           );
         });
-        await api('POST', `/v1/sessions/${sessionId}/messages`, apiKey, { text });
+        await session.send(text);
         try {
           await done;
         } finally {

@@ -6,6 +6,7 @@ import type { GatewayDeps } from './deps.ts';
 import { inspectorPlugin } from './inspector/index.ts';
 import { operatorAuth, sameSecret, tenantAuth } from './plugins/auth.ts';
 import { bullBoardPlugin } from './plugins/bull-board.ts';
+import { registerCors } from './plugins/cors.ts';
 import { installErrorHandling, sendProblem, toProblem } from './plugins/errors.ts';
 import { withRedaction } from './plugins/log-redaction.ts';
 import {
@@ -23,12 +24,14 @@ import { installTracing } from './plugins/tracing.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { agentRoutes } from './routes/agents.ts';
 import { batchRoutes } from './routes/batches.ts';
+import { chatRoutes } from './routes/chat.ts';
 import { compactRoutes } from './routes/compact.ts';
 import { contextRoutes } from './routes/context.ts';
 import { eventRoutes } from './routes/events.ts';
 import { healthRoutes } from './routes/health.ts';
 import { messageRoutes } from './routes/messages.ts';
 import { sessionControlRoutes } from './routes/session-control.ts';
+import { sessionListRoutes } from './routes/session-list.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { toolRoutes } from './routes/tools.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
@@ -81,6 +84,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   installRequestIdEcho(app);
   installTracing(app); // OpenTelemetry server spans, only when tracing is on
   installErrorHandling(app);
+  await registerCors(app, deps.corsOrigins); // before any route, so preflights and errors carry it
   installRequestMetrics(app, metrics);
   installRequestLogContext(app); // tenantId/sessionId on request logs, after auth
   await registerOpenApi(app, deps.publicUrl);
@@ -107,6 +111,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
       await v1.register(agentRoutes);
       await v1.register(toolRoutes);
       await v1.register(sessionRoutes);
+      await v1.register(sessionListRoutes); // list, children, delete
       await v1.register(messageRoutes);
       await v1.register(eventRoutes, { heartbeatMs: deps.sseHeartbeatMs });
       await v1.register(compactRoutes);
@@ -114,6 +119,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
       await v1.register(sessionControlRoutes); // abort, client tool results
       await v1.register(batchRoutes);
       await v1.register(webhookRoutes); // event webhooks: subscriptions, deliveries
+      await v1.register(chatRoutes); // AI SDK UI (useChat)
     },
     { prefix: '/v1' },
   );

@@ -3,6 +3,7 @@ import {
   egressEnv,
   envFlag,
   envInt,
+  envList,
   envMs,
   envRequired,
   envString,
@@ -53,7 +54,15 @@ export const gatewayListenEnv = z.object({
   LOOPLINE_OPERATOR_TOKEN: envRequired('guards `/v1/admin/*`, `/metrics`, Bull Board and the inspector'),
   PORT: envInt(3000, 'gateway listen port', { min: 0, max: 65_535 }),
   HOST: envString('0.0.0.0', 'gateway listen address'),
-  PUBLIC_URL: envUrl(undefined, ['http', 'https'], "base URL written into the OpenAPI document's servers"),
+  PUBLIC_URL: envUrl(
+    undefined,
+    ['http', 'https'],
+    "base URL written into the OpenAPI document's servers (unset: the origin the document is requested from)",
+  ),
+  LOOPLINE_CORS_ORIGINS: envList(
+    'browser origins allowed to call the API (CORS), comma-separated, e.g. `https://app.example.com`, or `*` for any',
+    'none (CORS off)',
+  ),
   LOOPLINE_TRUST_PROXY: trustProxy,
 });
 

@@ -24,6 +24,8 @@ export interface GatewayDeps {
   operatorToken: string;
   /** Fastify logger option: false in tests, pino options in production. */
   logger?: FastifyServerOptions['logger'];
+  /** Browser origins allowed by CORS (LOOPLINE_CORS_ORIGINS; `*` = any); absent or empty: CORS off. */
+  corsOrigins?: readonly string[];
   /**
    * Fastify `trustProxy` (LOOPLINE_TRUST_PROXY): which proxies' `X-Forwarded-For`/`-Proto` to
    * believe, for the client address (auth throttling) and HTTPS (`Secure` cookies). Default none.

@@ -374,6 +374,7 @@ const EXAMPLE_SESSION = {
   error: null,
   title: 'Weather in Paris this weekend',
   stepCount: 2,
+  parentSessionId: null,
   compaction: { count: 0, lastAt: null, last: null },
   tokens: { used: 1840, usable: 111616, trigger: 89292, background: 71433 },
   metadata: { ticket: 'T-1' },
@@ -396,6 +397,10 @@ export const SessionView = z
         'Short title written in the background after the first turn (null until then, or if it failed)',
       ),
     stepCount: z.number().int(),
+    parentSessionId: z
+      .string()
+      .nullable()
+      .describe('The session whose task tool started this one (a subagent); its children: GET …/children'),
     compaction: CompactionSummary,
     tokens: TokenGauge,
     metadata: Metadata,
@@ -517,7 +522,11 @@ const ModelMessage = z.object({
 
 export const MessagesResponse = z
   .discriminatedUnion('view', [
-    z.object({ view: z.literal('log'), messages: z.array(WithParts) }),
+    z.object({
+      view: z.literal('log'),
+      messages: z.array(WithParts),
+      hasMore: z.boolean().describe('More messages lie beyond this page (always false without limit)'),
+    }),
     z.object({
       view: z.literal('model'),
       system: z.array(z.string()).describe('System blocks: the stable agent block, then per-message text'),
@@ -525,7 +534,9 @@ export const MessagesResponse = z
     }),
   ])
   .describe('view=log: messages with their parts, oldest first; view=model: the next request')
-  .meta({ example: { view: 'log', messages: [EXAMPLE_USER_MESSAGE, EXAMPLE_ASSISTANT_MESSAGE] } });
+  .meta({
+    example: { view: 'log', messages: [EXAMPLE_USER_MESSAGE, EXAMPLE_ASSISTANT_MESSAGE], hasMore: false },
+  });
 
 export const CompactBody = z
   .strictObject({
@@ -680,6 +691,8 @@ export const ContextView = z
         tailStartId: 'msg_01JQ8ZJ7T5',
       },
       compactions: [EXAMPLE_COMPACTION],
+      ratio: { value: 1.02, learned: true, weight: 31250, margin: 0.05 },
+      estimates: [],
     },
   });
 
@@ -717,6 +730,7 @@ export const RevertResponse = z
         error: null,
         title: null,
         stepCount: 9,
+        parentSessionId: null,
         compaction: { count: 0, lastAt: null, last: null },
         tokens: { used: 5120, usable: 111616, trigger: 111616, background: 89292 },
         metadata: {},

@@ -76,6 +76,7 @@ export async function main(): Promise<void> {
     sseHeartbeatMs: env.LOOPLINE_SSE_HEARTBEAT_MS,
     operatorSessionMs: env.LOOPLINE_OPERATOR_SESSION_MS,
     metricsTenantLabels: env.LOOPLINE_METRICS_TENANT_LABELS,
+    corsOrigins: env.LOOPLINE_CORS_ORIGINS,
     ...(env.PUBLIC_URL ? { publicUrl: env.PUBLIC_URL } : {}),
   });
 

@@ -48,6 +48,20 @@ describe("tenant A asking for tenant B's things", () => {
     { method: 'GET' as const, url: '/v1/agents/b_agent' },
     { method: 'GET' as const, url: '/v1/tools/b_only' },
     { method: 'POST' as const, url: '/v1/sessions', payload: { agent: 'b_agent' } },
+    { method: 'GET' as const, url: `/v1/sessions/${b.sessionId}/children` },
+    { method: 'DELETE' as const, url: `/v1/sessions/${b.sessionId}` },
+    { method: 'DELETE' as const, url: `/v1/sessions/${b.sessionId}?force=true` },
+    { method: 'DELETE' as const, url: '/v1/agents/b_agent' },
+    { method: 'DELETE' as const, url: '/v1/tools/b_only' },
+    { method: 'GET' as const, url: `/v1/chat/${b.sessionId}/stream` },
+    {
+      method: 'POST' as const,
+      url: '/v1/chat',
+      payload: {
+        id: b.sessionId,
+        messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'hi' }] }],
+      },
+    },
   ];
 
   it('gets 404 not_found for each, shaped like an unknown id, and writes nothing', async () => {
@@ -75,6 +89,14 @@ describe("tenant A asking for tenant B's things", () => {
     expect(agents.json().agents.map((x: { name: string }) => x.name)).toEqual(['helper']);
     const tools = await stack.app.inject({ method: 'GET', url: '/v1/tools', headers: a.auth });
     expect(tools.json().tools).toEqual([]);
+    const sessions = await stack.app.inject({ method: 'GET', url: '/v1/sessions', headers: a.auth });
+    expect(sessions.json().sessions.map((x: { id: string }) => x.id)).toEqual([a.sessionId]);
+    const children = await stack.app.inject({
+      method: 'GET',
+      url: `/v1/sessions?parent=${b.sessionId}`,
+      headers: a.auth,
+    });
+    expect(children.json().sessions).toEqual([]);
   });
 
   it("cannot name B's tool in its own agent", async () => {

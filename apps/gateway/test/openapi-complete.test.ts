@@ -23,7 +23,18 @@ interface Operation {
 }
 
 let stack: Stack;
-let doc: { paths: Record<string, Record<string, Operation>> };
+let doc: {
+  paths: Record<string, Record<string, Operation>>;
+  components?: { schemas?: Record<string, Schema> };
+};
+
+/** A named component schema, resolved (with what its $ref sits beside). */
+function deref(schema: (Schema & { $ref?: string }) | undefined): Schema | undefined {
+  const name = schema?.$ref?.replace('#/components/schemas/', '');
+  if (!name) return schema;
+  const { $ref: _ref, ...beside } = schema!;
+  return { ...doc.components?.schemas?.[name], ...beside };
+}
 
 beforeAll(async () => {
   stack = await startStack('openapi');
@@ -61,7 +72,8 @@ function gaps(op: Operation): string[] {
       if (status !== '204') out.push(`${status}: a response schema`);
       continue;
     }
-    for (const [type, content] of contents) {
+    for (const [type, named] of contents) {
+      const content = { ...named, schema: deref(named.schema) };
       if (!content.schema) out.push(`${status} ${type}: a schema`);
       else if (!content.schema.description?.trim() && !described(response.description))
         out.push(`${status} ${type}: a described schema`);
@@ -71,7 +83,8 @@ function gaps(op: Operation): string[] {
   if (op.requestBody) {
     const contents = Object.values(op.requestBody.content ?? {});
     if (contents.length === 0 || contents.some((c) => !c.schema)) out.push('a request body schema');
-    if (!hasExample(op.requestBody)) out.push('a request body example');
+    if (!contents.some((c) => hasExample({ ...c, schema: deref(c.schema) })))
+      out.push('a request body example');
   }
   for (const p of op.parameters ?? [])
     if (!(p.description ?? p.schema?.description)?.trim())

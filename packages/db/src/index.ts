@@ -113,6 +113,20 @@ export {
   recordAbortRequest,
 } from './repo/session-control.ts';
 export {
+  agentsUsingTool,
+  type DeleteSessionOutcome,
+  deleteAgent,
+  deleteSessionTree,
+  deleteTool,
+} from './repo/session-delete.ts';
+export {
+  CURSOR_TIMESTAMP,
+  listSessionPage,
+  type SessionCursor,
+  type SessionFilter,
+  type SessionPage,
+} from './repo/session-list.ts';
+export {
   type CreateSessionInput,
   createSession,
   getSession,

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import type { AppDeps } from '../app.ts';
 import { notFound } from '../lib/http-error.ts';
 import { operatorAuth, operatorBrowserAuth } from '../plugins/auth.ts';
-import { ID_PATTERN } from '../schemas.ts';
+import { ErrorResponse, ID_PATTERN } from '../schemas.ts';
 import { inspectSession } from './inspect.ts';
 
 // The session inspector (operator token): a page at /admin/inspector (plain HTML, one script,
@@ -21,8 +21,9 @@ import { inspectSession } from './inspect.ts';
 //
 // Browser auth is Bull Board's: sign in at /admin/login (or `?token=` once, a redirect that drops
 // it from the URL) for a signed, expiring HttpOnly, SameSite=Strict cookie scoped to /admin, so
-// /v1/admin/* stays bearer-only (plugins/operator-session.ts). The
-// routes are hidden from the OpenAPI document (operator tooling, not the tenant API).
+// /v1/admin/* stays bearer-only (plugins/operator-session.ts). The bearer JSON routes and the page
+// are in the OpenAPI document (tag admin); the page's cookie copies of the JSON routes and its
+// assets are not.
 
 export const INSPECTOR_PATH = '/admin/inspector';
 
@@ -42,10 +43,16 @@ const CSP = [
 
 const ListQuery = z.strictObject({
   tenant: z.string().regex(ID_PATTERN, 'tenant must be a tenant id').optional().describe('Only this tenant'),
-  status: SessionStatus.optional(),
-  limit: z.coerce.number().int().min(1).max(500).default(50),
+  status: SessionStatus.optional().describe('Only this status'),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(500)
+    .default(50)
+    .describe('At most this many (1–500, default 50)'),
 });
-const SessionParam = z.object({ id: z.string() });
+const SessionParam = z.object({ id: z.string().describe('Session id (ses_…), of any tenant') });
 
 function sessionRow(s: OperatorSession) {
   return {
@@ -64,24 +71,106 @@ function sessionRow(s: OperatorSession) {
   };
 }
 
-/** The JSON routes, registered twice: bearer-only under /v1/admin, cookie-friendly for the page. */
-function jsonRoutes(deps: AppDeps, inspectPath: string): FastifyPluginAsyncZod {
+const OperatorSessionRow = z.object({
+  id: z.string(),
+  tenantId: z.string(),
+  tenantName: z.string(),
+  agent: z.string(),
+  model: z.string(),
+  status: SessionStatus,
+  title: z.string().nullable(),
+  stepCount: z.number().int(),
+  compactionCount: z.number().int(),
+  lastSeq: z.number().int(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+const OperatorSessionList = z
+  .object({ sessions: z.array(OperatorSessionRow) })
+  .describe('Sessions of every tenant, newest first')
+  .meta({
+    example: {
+      sessions: [
+        {
+          id: 'ses_01JQ8Z9',
+          tenantId: 'ten_01JQ8Z0',
+          tenantName: 'acme',
+          agent: 'researcher',
+          model: 'openai/gpt-4.1-mini',
+          status: 'idle',
+          title: 'Weather in Paris',
+          stepCount: 2,
+          compactionCount: 0,
+          lastSeq: 4,
+          createdAt: '2026-05-01T10:00:00.000Z',
+          updatedAt: '2026-05-01T10:00:04.200Z',
+        },
+      ],
+    },
+  });
+const InspectionView = z
+  .record(z.string(), z.unknown())
+  .describe(
+    'The session with its history, steps (attempts, fences, usage), compaction runs and the token gauge over time',
+  )
+  .meta({
+    example: { session: { id: 'ses_01JQ8Z9', status: 'idle' }, steps: [], compactions: [], gauge: [] },
+  });
+const InspectorPage = z
+  .string()
+  .describe('The inspector page (HTML)')
+  .meta({ example: '<!doctype html><html>…</html>' });
+
+/** The JSON routes, registered twice: bearer-only under /v1/admin (documented), cookie-friendly for the page. */
+function jsonRoutes(deps: AppDeps, inspectPath: string, documented: boolean): FastifyPluginAsyncZod {
+  const doc = (schema: Record<string, unknown>) =>
+    documented ? { tags: ['admin'], security: [{ operator: [] }], ...schema } : { hide: true };
   return async (app) => {
-    app.get('/sessions', { schema: { hide: true, querystring: ListQuery } }, async (request) => {
-      const { tenant, status, limit } = request.query;
-      const rows = await listSessionsAllTenants(deps.db, {
-        limit,
-        ...(tenant !== undefined ? { tenantId: tenant } : {}),
-        ...(status !== undefined ? { status } : {}),
-      });
-      return { sessions: rows.map(sessionRow) };
-    });
-    app.get(inspectPath, { schema: { hide: true, params: SessionParam } }, async (request) => {
-      const id = request.params.id;
-      const session = ID_PATTERN.test(id) ? await getSessionAnyTenant(deps.db, id) : undefined;
-      if (!session) throw notFound('session', id);
-      return inspectSession(deps, session);
-    });
+    app.get(
+      '/sessions',
+      {
+        schema: {
+          ...doc({
+            summary: 'Sessions of every tenant (operator)',
+            description:
+              "The session inspector's list: sessions of all tenants, newest first, optionally of one tenant or " +
+              'status. Operator token.',
+            response: { 200: OperatorSessionList, 400: ErrorResponse, 401: ErrorResponse },
+          }),
+          querystring: ListQuery,
+        },
+      },
+      async (request) => {
+        const { tenant, status, limit } = request.query;
+        const rows = await listSessionsAllTenants(deps.db, {
+          limit,
+          ...(tenant !== undefined ? { tenantId: tenant } : {}),
+          ...(status !== undefined ? { status } : {}),
+        });
+        return { sessions: rows.map(sessionRow) };
+      },
+    );
+    app.get(
+      inspectPath,
+      {
+        schema: {
+          ...doc({
+            summary: 'Inspect a session of any tenant (operator)',
+            description:
+              'Everything the session inspector page shows: history, steps with their attempts and fences, ' +
+              'compaction runs and the token gauge over time. Operator token.',
+            response: { 200: InspectionView, 401: ErrorResponse, 404: ErrorResponse },
+          }),
+          params: SessionParam,
+        },
+      },
+      async (request) => {
+        const id = request.params.id;
+        const session = ID_PATTERN.test(id) ? await getSessionAnyTenant(deps.db, id) : undefined;
+        if (!session) throw notFound('session', id);
+        return inspectSession(deps, session);
+      },
+    );
   };
 }
 
@@ -103,7 +192,7 @@ export async function inspectorPlugin(app: FastifyInstance): Promise<void> {
   await app.register(
     async (admin) => {
       admin.addHook('onRequest', operatorAuth(deps.operatorToken));
-      await admin.register(jsonRoutes(deps, '/sessions/:id/inspect'));
+      await admin.register(jsonRoutes(deps, '/sessions/:id/inspect', true));
     },
     { prefix: '/v1/admin' },
   );
@@ -117,8 +206,23 @@ export async function inspectorPlugin(app: FastifyInstance): Promise<void> {
       page.addHook('onSend', async (_request, reply) => {
         secure(reply);
       });
-      page.get('/', { schema: { hide: true } }, async (_request, reply) =>
-        reply.type('text/html; charset=utf-8').send(html),
+      page.get(
+        '/',
+        {
+          schema: {
+            tags: ['admin'],
+            security: [{ operator: [] }],
+            summary: 'The session inspector page (operator)',
+            description:
+              'Sign in at /admin/login (or open /admin/inspector?token=<operator token> once) for a signed, ' +
+              'expiring HttpOnly cookie; also accepts the operator token as a bearer token.',
+            response: {
+              200: { description: 'HTML page', content: { 'text/html': { schema: InspectorPage } } },
+              401: ErrorResponse,
+            },
+          },
+        },
+        async (_request, reply) => reply.type('text/html; charset=utf-8').send(html),
       );
       page.get('/app.js', { schema: { hide: true } }, async (_request, reply) =>
         reply.type('text/javascript; charset=utf-8').send(js),
@@ -126,7 +230,7 @@ export async function inspectorPlugin(app: FastifyInstance): Promise<void> {
       page.get('/app.css', { schema: { hide: true } }, async (_request, reply) =>
         reply.type('text/css; charset=utf-8').send(css),
       );
-      await page.register(jsonRoutes(deps, '/sessions/:id'), { prefix: '/api' });
+      await page.register(jsonRoutes(deps, '/sessions/:id', false), { prefix: '/api' });
     },
     { prefix: INSPECTOR_PATH },
   );

@@ -4,6 +4,7 @@ import {
   type BatchInfo,
   type BatchMessage,
   batchCounts,
+  batchItemResult,
   cancelBatch,
   createBatch,
   getAgent,
@@ -151,14 +152,19 @@ export async function* resultLines(deps: AppDeps, batch: BatchInfo): AsyncGenera
   for (;;) {
     const page = await listBatchItems(deps.db, batch.tenantId, batch.id, { afterIndex: after, limit: PAGE });
     for (const item of page) {
+      // A cancelled conversation has no stored result, but may have run (and spent tokens) before
+      // the cancel: read what it did from its log, as a finished item's result was.
+      const result =
+        item.result ??
+        (item.state === 'cancelled' ? await batchItemResult(deps.db, batch.tenantId, item.sessionId) : null);
       const line = {
         index: item.index,
         sessionId: item.sessionId,
         status: item.state,
-        output: item.result?.output ?? null,
-        usage: item.result?.usage ?? null,
-        modelCalls: item.result?.modelCalls ?? 0,
-        compactions: item.result?.compactions ?? 0,
+        output: result?.output ?? null,
+        usage: result && result.modelCalls > 0 ? result.usage : null,
+        modelCalls: result?.modelCalls ?? 0,
+        compactions: result?.compactions ?? 0,
         error: item.error,
         metadata: item.metadata,
       };

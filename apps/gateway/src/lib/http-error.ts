@@ -14,6 +14,8 @@ export const HTTP_ERROR_CODES = {
   session_not_waiting: 409,
   tool_call_answered: 409,
   idempotency_conflict: 409,
+  batch_running: 409,
+  tool_in_use: 409,
   payload_too_large: 413,
   input_too_large: 413,
   unsupported_media_type: 415,

@@ -80,6 +80,7 @@ export async function sessionView(deps: AppDeps, session: SessionInfo): Promise<
     error: session.error,
     title: session.title,
     stepCount: session.stepCount,
+    parentSessionId: session.parentSessionId,
     compaction: compactionSummary(compactions),
     tokens: { used: gauge.used, usable: gauge.usable, trigger: gauge.trigger, background: gauge.background },
     metadata: session.metadata,

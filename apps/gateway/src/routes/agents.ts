@@ -1,4 +1,11 @@
-import { type AgentInfo, getAgent, getAgentCredential, listAgents, putAgent } from '@loopline/db';
+import {
+  type AgentInfo,
+  deleteAgent,
+  getAgent,
+  getAgentCredential,
+  listAgents,
+  putAgent,
+} from '@loopline/db';
 import { agentCredentialAad, type SecretBox } from '@loopline/egress';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppDeps } from '../app.ts';
@@ -7,6 +14,7 @@ import { notFound } from '../lib/http-error.ts';
 import { checkTools, iso, isValidName } from '../lib/sessions.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import { AgentList, AgentView, NameParam, PutAgentBody, PutNameParam, withErrors } from '../schemas.ts';
+import { DeletedDefinition } from '../session-api-schemas.ts';
 
 // Agents of the authenticated tenant. The body is core's AgentConfig (unknown fields refused)
 // plus the write-only apiKey of an own endpoint; every tool it names must exist for the tenant or
@@ -132,5 +140,29 @@ export const agentRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request) => ({ agents: (await listAgents(deps.db, tenantOf(request).id)).map(view) }),
+  );
+
+  app.delete(
+    '/agents/:name',
+    {
+      schema: {
+        tags,
+        summary: 'Delete an agent',
+        description:
+          'Removes the definition: new sessions and batches can no longer name it. Existing sessions, running ' +
+          'ones included, keep the configuration they were created with and go on unchanged. The task tool of ' +
+          'other agents lists subagents at each step, so a deleted agent stops being offered as a subagent. ' +
+          '404 for an unknown name.',
+        params: NameParam,
+        response: withErrors({ 200: DeletedDefinition }),
+      },
+    },
+    async (request) => {
+      const { name } = request.params;
+      const tenantId = tenantOf(request).id;
+      if (!isValidName(name) || !(await deleteAgent(deps.db, tenantId, name))) throw notFound('agent', name);
+      request.log.info({ tenantId, agent: name }, 'agent deleted');
+      return { deleted: true as const, name };
+    },
   );
 };

@@ -3,21 +3,22 @@ import { loadHistory, type UserPartInput } from '@loopline/db';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { appendAndWake, appendMessageAndWake, requestHash, withTokens } from '../lib/append.ts';
 import { checkFiles } from '../lib/egress.ts';
-import { notFound } from '../lib/http-error.ts';
+import { HttpError, notFound } from '../lib/http-error.ts';
 import { refuseOversizedInput } from '../lib/input-fit.ts';
 import { modelInput } from '../lib/model-view.ts';
 import { loadSession } from '../lib/sessions.ts';
+import { preferWait, waitForTurn } from '../lib/wait-turn.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import {
   AcceptedMessage,
   ID_PATTERN,
   IdempotencyHeaders,
   IdParam,
-  MessagesQuery,
   MessagesResponse,
   PostMessageBody,
   withErrors,
 } from '../schemas.ts';
+import { FinishedTurn, MessagesPageQuery, WaitHeaders } from '../session-api-schemas.ts';
 
 // User messages in, history out. POST appends (idempotently with Idempotency-Key) and wakes the
 // session; GET shows the append-only log or exactly what the model would be sent next.
@@ -38,11 +39,14 @@ export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
           'the same body returns the first response and writes nothing; the same key with another body is 409. ' +
           'A message that arrives while the session runs is marked midRun (steered into the current turn, or ' +
           "queued, per the agent). A message too large for the agent's window to ever hold (beside its " +
-          'system prompt) is refused with 413 input_too_large and not stored.',
+          'system prompt) is refused with 413 input_too_large and not stored. With `Prefer: wait=N` ' +
+          '(seconds, at most 120) the answer waits for the turn: 200 with the finished turn (the assistant ' +
+          'messages and their text) when it ends within N seconds, else the usual 202 (follow the events or ' +
+          'poll the session).',
         params: IdParam,
-        headers: IdempotencyHeaders,
+        headers: IdempotencyHeaders.extend(WaitHeaders.shape),
         body: PostMessageBody,
-        response: withErrors({ 202: AcceptedMessage }),
+        response: withErrors({ 200: FinishedTurn, 202: AcceptedMessage }),
       },
     },
     async (request, reply) => {
@@ -64,6 +68,27 @@ export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
       const counted = withTokens(parts, deps.tokenizer);
       await refuseOversizedInput(deps, tenantId, sessionId, counted, body.system);
       const key = request.headers['idempotency-key'];
+      const wait = preferWait(request.headers.prefer);
+      const answer = async (response: AcceptedMessage) => {
+        if (wait === undefined || wait === 0) return reply.status(202).send(response);
+        const closed = new AbortController();
+        reply.raw.once('close', () => closed.abort());
+        const turn = await waitForTurn(
+          deps,
+          tenantId,
+          sessionId,
+          response.message.info.seq,
+          wait,
+          closed.signal,
+        );
+        if (!turn) return reply.status(202).send(response);
+        reply.header('preference-applied', `wait=${wait}`);
+        return reply.status(200).send({
+          message: response.message,
+          session: { id: sessionId, status: turn.status },
+          reply: { messages: turn.messages, text: turn.text },
+        });
+      };
       if (key === undefined) {
         // The common case: one statement, no session read before it (lib/append.ts).
         const { response } = await appendMessageAndWake(deps, request.log, {
@@ -72,7 +97,7 @@ export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
           parts: counted,
           ...(body.system !== undefined ? { system: body.system } : {}),
         });
-        return reply.status(202).send(response);
+        return answer(response);
       }
       const session = await loadSession(deps, tenantId, sessionId);
       const { response } = await appendAndWake(deps, request.log, {
@@ -82,7 +107,7 @@ export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
         ...(body.system !== undefined ? { system: body.system } : {}),
         idempotency: { key, requestHash: requestHash(body) },
       });
-      return reply.status(202).send(response);
+      return answer(response);
     },
   );
 
@@ -95,19 +120,35 @@ export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
         description:
           'view=log (default): every message and part ever written, including reverted ones and replaced ' +
           'history before compactions. view=model: from the newest compaction boundary, filtered and converted ' +
-          'exactly as the next model call will send it, with the system blocks.',
+          'exactly as the next model call will send it, with the system blocks. view=log pages with after / ' +
+          'before (message seq, exclusive) and limit: the next page of a long history is ?after=<last seq>, ' +
+          'older messages are ?before=<first seq>; hasMore says whether more messages lie beyond the page.',
         params: IdParam,
-        querystring: MessagesQuery,
+        querystring: MessagesPageQuery,
         response: withErrors({ 200: MessagesResponse }),
       },
     },
     async (request) => {
       const tenantId = tenantOf(request).id;
       const session = await loadSession(deps, tenantId, request.params.id);
-      if (request.query.view === 'log') {
-        const messages = await loadHistory(deps.db, tenantId, session.id, { includeReverted: true });
-        return { view: 'log' as const, messages };
+      const { view, after, before, limit } = request.query;
+      if (view === 'log') {
+        const page = limit === undefined ? undefined : limit + 1;
+        const messages = await loadHistory(deps.db, tenantId, session.id, {
+          includeReverted: true,
+          ...(after !== undefined ? { fromSeq: after + 1 } : {}),
+          ...(before !== undefined ? { beforeSeq: before } : {}),
+          ...(page === undefined ? {} : before !== undefined ? { last: page } : { first: page }),
+        });
+        const hasMore = limit !== undefined && messages.length > limit;
+        if (hasMore) before !== undefined ? messages.shift() : messages.pop();
+        return { view: 'log' as const, messages, hasMore };
       }
+      if (after !== undefined || before !== undefined || limit !== undefined)
+        throw new HttpError('validation_error', 'after, before and limit page view=log only', {
+          in: 'querystring',
+          issues: [{ path: '/view', message: 'view=model is always the whole next request' }],
+        });
       const agent = session.agent;
       const { visible, system } = await modelInput(deps, session);
       // Exactly what a model call would send, pair check included.

@@ -1,8 +1,16 @@
-import { getTool, getToolSigningSecret, listTools, putTool, type ToolInfo } from '@loopline/db';
+import {
+  agentsUsingTool,
+  deleteTool,
+  getTool,
+  getToolSigningSecret,
+  listTools,
+  putTool,
+  type ToolInfo,
+} from '@loopline/db';
 import { generateWebhookSecret, toolSecretAad } from '@loopline/egress';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { checkWebhook } from '../lib/egress.ts';
-import { notFound } from '../lib/http-error.ts';
+import { HttpError, notFound } from '../lib/http-error.ts';
 import { iso, isValidName } from '../lib/sessions.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import {
@@ -14,6 +22,7 @@ import {
   ToolView,
   withErrors,
 } from '../schemas.ts';
+import { DeletedDefinition } from '../session-api-schemas.ts';
 
 // Tools of the authenticated tenant: `webhook` (the worker POSTs to an http(s) URL) or `client`
 // (the session waits for the caller to submit the result).
@@ -99,5 +108,40 @@ export const toolRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request) => ({ tools: (await listTools(deps.db, tenantOf(request).id)).map(view) }),
+  );
+
+  app.delete(
+    '/tools/:name',
+    {
+      schema: {
+        tags,
+        summary: 'Delete a tool',
+        description:
+          '409 tool_in_use (details.agents) while an agent names the tool: change those agents first. Sessions ' +
+          'read their tool definitions at every step, so a session created with the tool stops offering it to ' +
+          'the model from its next step on (a call to it already made is answered as an unknown tool). 404 for ' +
+          'an unknown name.',
+        params: NameParam,
+        response: withErrors({ 200: DeletedDefinition }),
+      },
+    },
+    async (request) => {
+      const { name } = request.params;
+      const tenantId = tenantOf(request).id;
+      const tool = isValidName(name) ? await getTool(deps.db, tenantId, name) : undefined;
+      if (!tool) throw notFound('tool', name);
+      const agents = await agentsUsingTool(deps.db, tenantId, name);
+      if (agents.length > 0)
+        throw new HttpError(
+          'tool_in_use',
+          `Tool ${JSON.stringify(name)} is used by agents: ${agents.join(', ')}`,
+          {
+            agents,
+          },
+        );
+      if (!(await deleteTool(deps.db, tenantId, name))) throw notFound('tool', name);
+      request.log.info({ tenantId, tool: name }, 'tool deleted');
+      return { deleted: true as const, name };
+    },
   );
 };

@@ -17,6 +17,8 @@ export interface LoadHistoryOptions {
   includeReverted?: boolean;
   /** Only the newest N messages of the range (still returned oldest first). */
   last?: number;
+  /** Only the oldest N messages of the range (ignored with `last`). */
+  first?: number;
 }
 
 type MessageColumns = Pick<MessageRow, 'id' | 'session_id' | 'seq' | 'info' | 'reverted'>;
@@ -43,7 +45,8 @@ export function historyQuery(db: Db, tenantId: string, sessionId: string, opts: 
   if (opts.beforeSeq !== undefined && opts.beforeSeq !== null)
     query = query.where('seq', '<', opts.beforeSeq);
   if (!opts.includeReverted) query = query.where('reverted', '=', false);
-  return opts.last !== undefined ? query.orderBy('seq', 'desc').limit(opts.last) : query.orderBy('seq');
+  if (opts.last !== undefined) return query.orderBy('seq', 'desc').limit(opts.last);
+  return opts.first !== undefined ? query.orderBy('seq').limit(opts.first) : query.orderBy('seq');
 }
 
 /** The parts query for a set of messages (exported so a test can EXPLAIN it). */

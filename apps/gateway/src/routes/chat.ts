@@ -1,0 +1,361 @@
+import type { ServerResponse } from 'node:http';
+import type { UserPartInput } from '@loopline/db';
+import { getToolsByName, type SessionInfo } from '@loopline/db';
+import { createEventHub, lastEventId } from '@loopline/queue';
+import type { FastifyBaseLogger, FastifyReply } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { ChatBody, ChatParam, UIMessageStream } from '../chat-schemas.ts';
+import { appendAndWake, requestHash, withTokens } from '../lib/append.ts';
+import { HttpError } from '../lib/http-error.ts';
+import { refuseOversizedInput } from '../lib/input-fit.ts';
+import { pendingToolCalls } from '../lib/pending.ts';
+import { loadSession } from '../lib/sessions.ts';
+import { streamLimiter } from '../lib/stream-limits.ts';
+import { submitToolResults } from '../lib/tool-results.ts';
+import { createUIStreamTranslator } from '../lib/ui-stream.ts';
+import { tenantOf } from '../plugins/auth.ts';
+import { withErrors } from '../schemas.ts';
+
+// AI SDK UI (useChat) over a durable session. The chat id is the session id:
+//
+//   useChat({ id: sessionId, resume: true, transport: new DefaultChatTransport({
+//     api: `${base}/v1/chat`, headers: { authorization: `Bearer ${key}` } }) })
+//
+// POST /v1/chat reads the last UI message: a user message is appended (idempotent by its UI
+// message id: a retried request appends nothing) and the turn streams; an assistant message
+// carries the results of client tool calls (addToolResult), which are submitted and the
+// continuation streams. GET /v1/chat/:id/stream (useChat's resume) replays the running turn from
+// its start, or answers 204 when no turn runs. The stream is the session's event stream from the
+// turn's start, translated (lib/ui-stream.ts); it ends when the session is idle, fails, or waits
+// for client tool results. Closing it never stops the turn: the session runs on, and a resume
+// reattaches. Streams read through this plugin's event hub (two Redis connections per process,
+// however many chats are open) and are capped per API key and tenant like the SSE streams
+// (GatewayDeps.sse, counted separately: 429 past the cap).
+
+const HEARTBEAT_MS = 15_000;
+const UI_STREAM_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache, no-transform',
+  connection: 'keep-alive',
+  'x-vercel-ai-ui-message-stream': 'v1',
+  'x-accel-buffering': 'no',
+};
+
+/** Where the current chat turn starts in the session's event stream (for resume). */
+const turnKey = (eventsKey: string) => `${eventsKey}:chat-turn`;
+const TURN_TTL_S = 7 * 86_400;
+
+interface UIPartLike {
+  type: string;
+  text?: unknown;
+  url?: unknown;
+  mediaType?: unknown;
+  filename?: unknown;
+  toolCallId?: unknown;
+  state?: unknown;
+  output?: unknown;
+  errorText?: unknown;
+}
+
+function invalid(path: string, message: string): HttpError {
+  return new HttpError('validation_error', `Invalid body: ${path} ${message}`, {
+    in: 'body',
+    issues: [{ path, message }],
+  });
+}
+
+/** The user message's parts for Loopline: its text parts (joined) and its files. */
+function userParts(parts: UIPartLike[], index: number): { text: string; files: UserPartInput[] } {
+  const text = parts
+    .flatMap((p) => (p.type === 'text' && typeof p.text === 'string' ? [p.text] : []))
+    .join('\n');
+  if (text.trim().length === 0) throw invalid(`/messages/${index}/parts`, 'a user message needs a text part');
+  if (Buffer.byteLength(text, 'utf8') > 1024 * 1024)
+    throw invalid(`/messages/${index}/parts`, 'text over 1 MiB');
+  const files: UserPartInput[] = [];
+  for (const p of parts) {
+    if (p.type !== 'file') continue;
+    if (typeof p.url !== 'string' || !/^(https?|data):/.test(p.url) || typeof p.mediaType !== 'string')
+      throw invalid(`/messages/${index}/parts`, 'a file part needs an http(s) or data: url and a mediaType');
+    files.push({
+      type: 'file',
+      url: p.url,
+      mime: p.mediaType,
+      ...(typeof p.filename === 'string' ? { filename: p.filename } : {}),
+      tokens: 0,
+    });
+  }
+  return { text, files };
+}
+
+/** Client tool results in an assistant UI message (tool parts with output-available / output-error). */
+function toolResults(parts: UIPartLike[]): Array<{ callId: string; output?: string; error?: string }> {
+  const out: Array<{ callId: string; output?: string; error?: string }> = [];
+  for (const p of parts) {
+    if (!(p.type.startsWith('tool-') || p.type === 'dynamic-tool') || typeof p.toolCallId !== 'string')
+      continue;
+    if (p.state === 'output-available')
+      out.push({
+        callId: p.toolCallId,
+        output: typeof p.output === 'string' ? p.output : JSON.stringify(p.output ?? null),
+      });
+    else if (p.state === 'output-error')
+      out.push({ callId: p.toolCallId, error: typeof p.errorText === 'string' ? p.errorText : 'error' });
+  }
+  return out;
+}
+
+function write(raw: ServerResponse, chunk: string): Promise<void> {
+  if (raw.write(chunk)) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      raw.off('drain', done);
+      raw.off('close', done);
+      resolve();
+    };
+    raw.on('drain', done);
+    raw.on('close', done);
+  });
+}
+
+export const chatRoutes: FastifyPluginAsyncZod = async (app) => {
+  const deps = app.deps;
+  const hub = createEventHub(deps.redis, deps.keys, { connectionName: 'loopline-chat' });
+  const limits = streamLimiter({
+    maxPerKey: deps.sse?.maxPerKey ?? 20,
+    maxPerTenant: deps.sse?.maxPerTenant ?? 100,
+  });
+  const open = new Set<() => void>();
+  app.addHook('preClose', async () => {
+    for (const close of open) close();
+  });
+  app.addHook('onClose', async () => {
+    hub.close();
+  });
+
+  /** Counts a new chat stream for the key and tenant, or refuses it (429, before anything is written). */
+  function admit(tenant: { id: string; keyId: string }): () => void {
+    const refused = limits.acquire(tenant.id, tenant.keyId);
+    if (refused) throw new HttpError('rate_limited', refused.message, refused.details);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      limits.release(tenant.id, tenant.keyId);
+    };
+  }
+
+  async function clientTools(session: SessionInfo): Promise<Set<string>> {
+    const tools = await getToolsByName(deps.db, session.tenantId, session.agent.tools);
+    return new Set(tools.filter((t) => t.config.kind === 'client').map((t) => t.name));
+  }
+
+  /** Streams the session's events after `cursor` as UI chunks until the turn is over. */
+  async function stream(
+    reply: FastifyReply,
+    log: FastifyBaseLogger,
+    session: SessionInfo,
+    cursor: string,
+    release: () => void,
+  ): Promise<void> {
+    let wake: () => void = () => undefined;
+    let pending = false;
+    const woken = () => {
+      pending = true;
+      wake();
+    };
+    let unwatch: (() => void) | undefined;
+    let translator: ReturnType<typeof createUIStreamTranslator>;
+    try {
+      translator = createUIStreamTranslator({ clientTools: await clientTools(session) });
+      unwatch = await hub.watch(session.id, woken);
+    } catch (err) {
+      release();
+      throw err;
+    }
+    const raw = reply.raw;
+    let closed = false;
+    const close = () => {
+      if (closed) return;
+      closed = true;
+      open.delete(close);
+      unwatch?.();
+      release();
+      woken();
+    };
+    open.add(close);
+    raw.on('close', close);
+    reply.hijack();
+    raw.writeHead(200, UI_STREAM_HEADERS);
+    const send = (chunks: object[]) =>
+      write(raw, chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join(''));
+    /** Resolves on a wake-up or after HEARTBEAT_MS; true when woken. */
+    const wait = () =>
+      new Promise<boolean>((resolve) => {
+        if (pending) {
+          pending = false;
+          return resolve(true);
+        }
+        const timer = setTimeout(() => resolve(false), HEARTBEAT_MS);
+        wake = () => {
+          clearTimeout(timer);
+          wake = () => undefined;
+          pending = false;
+          resolve(true);
+        };
+      });
+    let last = cursor;
+    try {
+      await send(translator.start());
+      let done = false;
+      while (!closed && !done) {
+        const events = await hub.read(session.id, last);
+        if (closed) break;
+        if (events.length === 0) {
+          if (!(await wait()) && !closed) await write(raw, ': heartbeat\n\n');
+          continue;
+        }
+        const chunks: object[] = [];
+        for (const { id, event } of events) {
+          last = id;
+          const out = translator.push(event);
+          chunks.push(...out.chunks);
+          if (out.done) {
+            done = true;
+            break;
+          }
+        }
+        await send(chunks);
+      }
+      if (done) await write(raw, 'data: [DONE]\n\n');
+    } catch (err) {
+      if (!closed) log.warn({ err }, 'chat stream failed');
+    } finally {
+      close();
+      raw.end();
+    }
+  }
+
+  app.post(
+    '/chat',
+    {
+      schema: {
+        tags: ['chat'],
+        summary: 'AI SDK UI chat: send the new message, stream the turn',
+        description:
+          'The endpoint of `DefaultChatTransport` (`useChat`): the body id is the session id. A last message ' +
+          'with role user is appended to the session, idempotently by its UI message id (a retry appends ' +
+          'nothing; the same id with other content is 409), and the turn streams as an AI SDK UI message ' +
+          'stream. A last message with role assistant carries client tool results (addToolResult): they are ' +
+          'submitted and the continuation streams. The stream ends when the session is idle, failed, or waits ' +
+          'for client tool results (useChat runs onToolCall); disconnecting never stops the turn.',
+        body: ChatBody,
+        response: {
+          ...withErrors({}),
+          200: {
+            description: 'The turn as a UI message stream',
+            content: { 'text/event-stream': { schema: UIMessageStream } },
+          },
+        },
+      },
+    },
+    async (request, reply) => {
+      const tenant = tenantOf(request);
+      const tenantId = tenant.id;
+      const body = request.body;
+      if (body.trigger !== 'submit-message')
+        throw invalid(
+          '/trigger',
+          'regenerate-message is not supported: the history is append-only (POST …/revert)',
+        );
+      const session = await loadSession(deps, tenantId, body.id);
+      const index = body.messages.length - 1;
+      const last = body.messages[index]!;
+      const parts = last.parts as UIPartLike[];
+      const key = turnKey(deps.keys.events(session.id));
+      if (last.role !== 'user' && last.role !== 'assistant')
+        throw invalid(`/messages/${index}/role`, 'must be user or assistant');
+      const respond = async (release: () => void): Promise<void> => {
+        if (last.role === 'user') {
+          const { text, files } = userParts(parts, index);
+          const counted = withTokens([{ type: 'text', text, tokens: 0 }, ...files], deps.tokenizer);
+          await refuseOversizedInput(deps, tenantId, session.id, counted, undefined);
+          const cursor = await lastEventId(deps.redis, deps.keys, session.id);
+          const { replayed } = await appendAndWake(deps, request.log, {
+            tenantId,
+            session,
+            parts: counted,
+            idempotency: { key: `ui-${last.id}`, requestHash: requestHash({ text, files }) },
+          });
+          // A replayed message streams its turn from where it started (a retry after a drop).
+          const start = replayed ? ((await deps.redis.get(key)) ?? cursor) : cursor;
+          if (!replayed) await deps.redis.set(key, cursor, 'EX', TURN_TTL_S);
+          return stream(reply, request.log, session, start, release);
+        }
+        const pending = new Set((await pendingToolCalls(deps, session)).map((c) => c.callId));
+        const results = toolResults(parts).filter((r) => pending.has(r.callId));
+        if (results.length === 0) {
+          // Nothing new to submit (a retry, or results already in): reattach to the turn.
+          return stream(
+            reply,
+            request.log,
+            session,
+            (await deps.redis.get(key)) ?? (await lastEventId(deps.redis, deps.keys, session.id)),
+            release,
+          );
+        }
+        const cursor = await lastEventId(deps.redis, deps.keys, session.id);
+        await submitToolResults(deps, request.log, tenantId, session.id, results);
+        await deps.redis.set(key, cursor, 'EX', TURN_TTL_S);
+        return stream(reply, request.log, session, cursor, release);
+      };
+      const release = admit(tenant);
+      try {
+        return await respond(release);
+      } catch (err) {
+        release();
+        throw err;
+      }
+    },
+  );
+
+  app.get(
+    '/chat/:id/stream',
+    {
+      exposeHeadRoute: false,
+      schema: {
+        tags: ['chat'],
+        summary: 'AI SDK UI chat: reattach to the running turn',
+        description:
+          "useChat's resume (`useChat({ resume: true })`, `resumeStream()`): replays the running turn's UI " +
+          'message stream from its start and follows it live. 204 when no turn is running (the session is idle ' +
+          'or failed).',
+        params: ChatParam,
+        response: {
+          ...withErrors({}),
+          200: {
+            description: 'The running turn as a UI message stream',
+            content: { 'text/event-stream': { schema: UIMessageStream } },
+          },
+          204: z.null().describe('No turn is running'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const tenant = tenantOf(request);
+      const session = await loadSession(deps, tenant.id, request.params.id);
+      if (session.status === 'idle' || session.status === 'error') return reply.status(204).send(null);
+      const release = admit(tenant);
+      try {
+        const start =
+          (await deps.redis.get(turnKey(deps.keys.events(session.id)))) ??
+          (await lastEventId(deps.redis, deps.keys, session.id));
+        return await stream(reply, request.log, session, start, release);
+      } catch (err) {
+        release();
+        throw err;
+      }
+    },
+  );
+};

@@ -1,0 +1,206 @@
+import { ErrorData, SessionKind, SessionStatus, WithParts } from '@loopline/core';
+import { z } from 'zod';
+import { AcceptedMessage, ID_PATTERN, NAME_PATTERN } from './schemas.ts';
+
+// Schemas of the session listing, deletion, history pages and `Prefer: wait` (beside schemas.ts,
+// which the other routes share). Like it, no .transform() in response schemas.
+
+const Timestamp = z.string().describe('ISO 8601 timestamp');
+const MAX_METADATA_FILTER = 2_000;
+
+/** A JSON object in a query parameter (metadata filters). */
+const JsonObjectParam = z
+  .string()
+  .max(MAX_METADATA_FILTER)
+  .refine((text) => {
+    try {
+      const value: unknown = JSON.parse(text);
+      return typeof value === 'object' && value !== null && !Array.isArray(value);
+    } catch {
+      return false;
+    }
+  }, 'must be a JSON object, e.g. {"userId":"u-42"}');
+
+const STATUS_LIST = new RegExp(
+  `^(${SessionStatus.options.join('|')})(,(${SessionStatus.options.join('|')}))*$`,
+);
+
+export const ListSessionsQuery = z.strictObject({
+  status: z
+    .string()
+    .regex(STATUS_LIST, `status must be a comma-separated list of ${SessionStatus.options.join(', ')}`)
+    .optional()
+    .describe('Only these statuses, comma-separated (e.g. running,waiting)'),
+  agent: z.string().regex(NAME_PATTERN, 'agent must be an agent name').optional().describe('Only this agent'),
+  metadata: JsonObjectParam.optional().describe(
+    'Only sessions whose metadata contains this JSON object (every key equal), e.g. {"userId":"u-42"}',
+  ),
+  parent: z
+    .string()
+    .regex(ID_PATTERN, 'parent must be a session id')
+    .optional()
+    .describe('Only child sessions (subagents) of this session'),
+  createdAfter: z.iso
+    .datetime({ offset: true })
+    .optional()
+    .describe('Only sessions created after this instant'),
+  createdBefore: z.iso
+    .datetime({ offset: true })
+    .optional()
+    .describe('Only sessions created before this instant'),
+  limit: z.coerce.number().int().min(1).max(200).default(50).describe('Page size (1–200, default 50)'),
+  cursor: z.string().min(1).max(500).optional().describe('nextCursor of the previous page'),
+});
+
+export const SessionSummary = z
+  .object({
+    id: z.string(),
+    agent: z.string().describe('Agent name'),
+    kind: SessionKind,
+    status: SessionStatus,
+    statusDetail: z.string().nullable(),
+    error: ErrorData.nullable(),
+    title: z.string().nullable(),
+    stepCount: z.number().int(),
+    parentSessionId: z.string().nullable().describe('The session whose task tool started this one'),
+    metadata: z.record(z.string(), z.unknown()),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  })
+  .describe('A session as listed (GET /v1/sessions/:id adds the token gauge and compactions)');
+export type SessionSummary = z.infer<typeof SessionSummary>;
+
+const EXAMPLE_SUMMARY = {
+  id: 'ses_01JQ8Z9',
+  agent: 'researcher',
+  kind: 'interactive',
+  status: 'idle',
+  statusDetail: null,
+  error: null,
+  title: 'Weather in Paris this weekend',
+  stepCount: 2,
+  parentSessionId: null,
+  metadata: { userId: 'u-42' },
+  createdAt: '2026-05-01T10:00:00.000Z',
+  updatedAt: '2026-05-01T10:00:04.200Z',
+};
+
+export const SessionList = z
+  .object({
+    sessions: z.array(SessionSummary).describe('Newest first'),
+    nextCursor: z.string().nullable().describe('Pass as ?cursor= for the next page; null on the last page'),
+  })
+  .describe('One page of sessions, newest first')
+  .meta({ example: { sessions: [EXAMPLE_SUMMARY], nextCursor: null } });
+
+export const ChildrenQuery = z.strictObject({
+  limit: ListSessionsQuery.shape.limit,
+  cursor: ListSessionsQuery.shape.cursor,
+});
+
+export const DeleteSessionQuery = z.strictObject({
+  force: z
+    .enum(['true', 'false'])
+    .default('false')
+    .describe('true: abort a running turn first (and wait, up to about 10 s, for it to stop)'),
+});
+
+export const DeletedSession = z
+  .object({
+    deleted: z.literal(true),
+    sessionIds: z.array(z.string()).describe('The session and every child session deleted with it'),
+  })
+  .describe('Everything stored for the session is gone')
+  .meta({ example: { deleted: true, sessionIds: ['ses_01JQ8Z9'] } });
+
+export const DeletedDefinition = z
+  .object({ deleted: z.literal(true), name: z.string() })
+  .describe('The definition is gone')
+  .meta({ example: { deleted: true, name: 'researcher' } });
+
+const Seq = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+
+export const MessagesPageQuery = z.strictObject({
+  view: z
+    .enum(['log', 'model'])
+    .default('log')
+    .describe('log: the full append-only history; model: exactly what the model would see next'),
+  after: Seq.optional().describe('view=log: only messages with a greater seq'),
+  before: Seq.optional().describe(
+    'view=log: only messages with a smaller seq (the newest of them first in page)',
+  ),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1000)
+    .optional()
+    .describe('view=log: at most this many messages (1–1000); with before, the newest ones before it'),
+});
+
+export const WaitHeaders = z.looseObject({
+  prefer: z
+    .string()
+    .regex(/^\s*wait\s*=\s*\d{1,3}\s*$/i, 'Prefer must be wait=<seconds> (0–120)')
+    .optional()
+    .describe('wait=N (seconds, at most 120): answer 200 with the finished turn if it ends within N s'),
+});
+
+export const FinishedTurn = z
+  .object({
+    message: AcceptedMessage.shape.message,
+    session: z.object({ id: z.string(), status: SessionStatus }),
+    reply: z
+      .object({
+        messages: z.array(WithParts).describe('Assistant messages of the turn, oldest first'),
+        text: z.string().nullable().describe('Text of the last assistant message with text'),
+      })
+      .describe('What the agent answered'),
+  })
+  .describe('The message was stored and its turn finished within the Prefer: wait time')
+  .meta({
+    example: {
+      message: {
+        info: {
+          id: 'msg_01',
+          sessionId: 'ses_01',
+          seq: 1,
+          time: { created: 1777629600000 },
+          role: 'user',
+          agent: 'researcher',
+        },
+        parts: [
+          { id: 'prt_01', sessionId: 'ses_01', messageId: 'msg_01', tokens: 2, type: 'text', text: 'Hi' },
+        ],
+      },
+      session: { id: 'ses_01', status: 'idle' },
+      reply: {
+        messages: [
+          {
+            info: {
+              id: 'msg_02',
+              sessionId: 'ses_01',
+              seq: 2,
+              time: { created: 1777629600400, completed: 1777629601100 },
+              role: 'assistant',
+              parentId: 'msg_01',
+              finish: 'stop',
+              model: 'openai/gpt-4.1-mini',
+              agent: 'researcher',
+            },
+            parts: [
+              {
+                id: 'prt_02',
+                sessionId: 'ses_01',
+                messageId: 'msg_02',
+                tokens: 3,
+                type: 'text',
+                text: 'Hello!',
+              },
+            ],
+          },
+        ],
+        text: 'Hello!',
+      },
+    },
+  });

@@ -1,0 +1,268 @@
+import { createSession, getAgent, setSessionStatus } from '@loopline/db';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectProblem, rowCounts, type Stack, startStack, tenantWithSession } from './helpers.ts';
+
+// The calls every platform needs: listing sessions (filters, cursor pages, newest first), a
+// session's children, history pages, deleting sessions, agents and tools. Bad input is a problem
+// body and changes nothing.
+
+let stack: Stack;
+let t: Awaited<ReturnType<typeof tenantWithSession>>;
+
+beforeAll(async () => {
+  stack = await startStack('session_api');
+  t = await tenantWithSession(stack.app, 'acme');
+});
+afterAll(async () => {
+  await stack?.close();
+});
+
+const get = (url: string) => stack.app.inject({ method: 'GET', url, headers: t.auth });
+const del = (url: string) => stack.app.inject({ method: 'DELETE', url, headers: t.auth });
+const create = async (metadata: Record<string, unknown> = {}) => {
+  const res = await stack.app.inject({
+    method: 'POST',
+    url: '/v1/sessions',
+    headers: t.auth,
+    payload: { agent: 'helper', metadata },
+  });
+  expect(res.statusCode, res.body).toBe(201);
+  return res.json().id as string;
+};
+
+describe('GET /v1/sessions', () => {
+  it('lists newest first, page by page with the cursor, and filters', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push(await create({ userId: i % 2 === 0 ? 'u-even' : 'u-odd', i }));
+    const seen: string[] = [];
+    let url = '/v1/sessions?limit=2';
+    for (;;) {
+      const res = await get(url);
+      expect(res.statusCode, res.body).toBe(200);
+      const body = res.json();
+      expect(body.sessions.length).toBeLessThanOrEqual(2);
+      seen.push(...body.sessions.map((s: { id: string }) => s.id));
+      if (!body.nextCursor) break;
+      url = `/v1/sessions?limit=2&cursor=${body.nextCursor}`;
+    }
+    expect(seen).toEqual([...ids.reverse(), t.sessionId]);
+
+    const even = await get(`/v1/sessions?metadata=${encodeURIComponent('{"userId":"u-even"}')}`);
+    expect(even.json().sessions.map((s: { metadata: { i: number } }) => s.metadata.i)).toEqual([4, 2, 0]);
+    const summary = even.json().sessions[0];
+    expect(summary).toMatchObject({
+      agent: 'helper',
+      kind: 'interactive',
+      status: 'idle',
+      parentSessionId: null,
+    });
+
+    await setSessionStatus(stack.db, t.tenant.id, ids[0]!, 'error');
+    const failed = await get('/v1/sessions?status=error,waiting');
+    expect(failed.json().sessions.map((s: { id: string }) => s.id)).toEqual([ids[0]]);
+    expect((await get('/v1/sessions?agent=nobody')).json().sessions).toEqual([]);
+    const future = new Date(Date.now() + 60_000).toISOString();
+    expect((await get(`/v1/sessions?createdAfter=${future}`)).json().sessions).toEqual([]);
+    expect((await get(`/v1/sessions?createdBefore=${future}&limit=200`)).json().sessions).toHaveLength(6);
+  });
+
+  it("lists a parent session's children, which name their parent", async () => {
+    const parent = await create();
+    const agent = await getAgent(stack.db, t.tenant.id, 'helper');
+    const child = await createSession(stack.db, {
+      tenantId: t.tenant.id,
+      agentName: 'helper',
+      agent: agent!.config,
+      parentSessionId: parent,
+    });
+    const children = await get(`/v1/sessions/${parent}/children`);
+    expect(children.statusCode, children.body).toBe(200);
+    expect(children.json().sessions.map((s: { id: string }) => s.id)).toEqual([child.id]);
+    expect((await get(`/v1/sessions?parent=${parent}`)).json().sessions).toHaveLength(1);
+    const view = await get(`/v1/sessions/${child.id}`);
+    expect(view.json().parentSessionId).toBe(parent);
+    expect((await get(`/v1/sessions/${parent}`)).json().parentSessionId).toBeNull();
+    // Deleting the parent takes the child with it.
+    const res = await del(`/v1/sessions/${parent}`);
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().sessionIds.sort()).toEqual([parent, child.id].sort());
+    expectProblem(await get(`/v1/sessions/${child.id}`), 404, 'not_found');
+  });
+
+  it('refuses bad filters and cursors with 400', async () => {
+    for (const query of [
+      'status=sleeping',
+      'status=',
+      'limit=0',
+      'limit=201',
+      'limit=ten',
+      'metadata=notjson',
+      'metadata=[1]',
+      'createdAfter=yesterday',
+      'cursor=bm90IGEgY3Vyc29y',
+      'cursor=%5B%22x%22%5D',
+      'agent=bad%20name',
+      'unknown=1',
+    ])
+      expectProblem(await get(`/v1/sessions?${query}`), 400, 'validation_error');
+  });
+});
+
+describe('GET /v1/sessions/:id/messages pages', () => {
+  it('pages forward with after and backward with before', async () => {
+    const id = await create();
+    for (let i = 1; i <= 5; i++) {
+      const res = await stack.app.inject({
+        method: 'POST',
+        url: `/v1/sessions/${id}/messages`,
+        headers: t.auth,
+        payload: { text: `message ${i}` },
+      });
+      expect(res.statusCode, res.body).toBe(202);
+    }
+    const seqs = (url: string) =>
+      get(url).then((r) => {
+        expect(r.statusCode, r.body).toBe(200);
+        const body = r.json();
+        return {
+          seqs: body.messages.map((m: { info: { seq: number } }) => m.info.seq),
+          hasMore: body.hasMore,
+        };
+      });
+    expect(await seqs(`/v1/sessions/${id}/messages`)).toEqual({ seqs: [1, 2, 3, 4, 5], hasMore: false });
+    expect(await seqs(`/v1/sessions/${id}/messages?limit=2`)).toEqual({ seqs: [1, 2], hasMore: true });
+    expect(await seqs(`/v1/sessions/${id}/messages?limit=2&after=2`)).toEqual({
+      seqs: [3, 4],
+      hasMore: true,
+    });
+    expect(await seqs(`/v1/sessions/${id}/messages?limit=2&after=4`)).toEqual({ seqs: [5], hasMore: false });
+    expect(await seqs(`/v1/sessions/${id}/messages?limit=2&before=5`)).toEqual({
+      seqs: [3, 4],
+      hasMore: true,
+    });
+    expect(await seqs(`/v1/sessions/${id}/messages?limit=3&before=3`)).toEqual({
+      seqs: [1, 2],
+      hasMore: false,
+    });
+    expect(await seqs(`/v1/sessions/${id}/messages?after=1&before=4`)).toEqual({
+      seqs: [2, 3],
+      hasMore: false,
+    });
+    for (const query of ['limit=0', 'limit=1001', 'after=-1', 'before=x', 'view=model&limit=1'])
+      expectProblem(await get(`/v1/sessions/${id}/messages?${query}`), 400, 'validation_error');
+  });
+});
+
+describe('POST …/messages with Prefer: wait', () => {
+  it('refuses a malformed Prefer header with 400 and writes nothing; wait=0 is the usual 202', async () => {
+    const id = await create();
+    const before = await rowCounts(stack.db);
+    for (const prefer of ['wait=abc', 'wait=-1', 'respond-async', 'wait=1000'])
+      expectProblem(
+        await stack.app.inject({
+          method: 'POST',
+          url: `/v1/sessions/${id}/messages`,
+          headers: { ...t.auth, prefer },
+          payload: { text: 'hi' },
+        }),
+        400,
+        'validation_error',
+      );
+    expect(await rowCounts(stack.db)).toEqual(before);
+    const res = await stack.app.inject({
+      method: 'POST',
+      url: `/v1/sessions/${id}/messages`,
+      headers: { ...t.auth, prefer: 'wait=0' },
+      payload: { text: 'hi' },
+    });
+    expect(res.statusCode, res.body).toBe(202);
+  });
+});
+
+describe('DELETE /v1/sessions/:id', () => {
+  it('removes the session and everything stored for it', async () => {
+    const id = await create();
+    const post = await stack.app.inject({
+      method: 'POST',
+      url: `/v1/sessions/${id}/messages`,
+      headers: { ...t.auth, 'idempotency-key': 'k1' },
+      payload: { text: 'to be forgotten' },
+    });
+    expect(post.statusCode).toBe(202);
+    await stack.redis.xadd(stack.keys.events(id), '*', 'event', '{"type":"session.idle"}');
+    // Busy (queued): refused, nothing deleted.
+    const before = await rowCounts(stack.db);
+    expectProblem(await del(`/v1/sessions/${id}`), 409, 'session_busy');
+    expect(await rowCounts(stack.db)).toEqual(before);
+    // A runner holding the lock counts as busy even when the row says idle.
+    await setSessionStatus(stack.db, t.tenant.id, id, 'idle');
+    await stack.redis.set(stack.keys.lock(id), 'someone', 'PX', 60_000);
+    expectProblem(await del(`/v1/sessions/${id}`), 409, 'session_busy');
+    await stack.redis.del(stack.keys.lock(id));
+
+    const res = await del(`/v1/sessions/${id}`);
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toEqual({ deleted: true, sessionIds: [id] });
+    const after = await rowCounts(stack.db);
+    expect(after.sessions).toBe(before.sessions - 1);
+    expect(after.messages).toBe(before.messages - 1);
+    expect(after.idempotency_keys).toBe(before.idempotency_keys - 1);
+    expect(await stack.redis.exists(stack.keys.events(id))).toBe(0);
+    const jobs = await stack.queues.step.getJobs(['waiting', 'prioritized', 'delayed']);
+    expect(jobs.filter((j) => j.data.sessionId === id)).toEqual([]);
+    expectProblem(await get(`/v1/sessions/${id}`), 404, 'not_found');
+    expectProblem(await del(`/v1/sessions/${id}`), 404, 'not_found');
+    expectProblem(await del('/v1/sessions/ses_nope'), 404, 'not_found');
+    expectProblem(await del(`/v1/sessions/${t.sessionId}?force=maybe`), 400, 'validation_error');
+  });
+});
+
+describe('DELETE agents and tools', () => {
+  it('deletes an agent; its sessions keep their configuration', async () => {
+    const put = await stack.app.inject({
+      method: 'PUT',
+      url: '/v1/agents/temp',
+      headers: t.auth,
+      payload: { model: 'compatible/mock', system: 'frozen prompt' },
+    });
+    expect(put.statusCode).toBe(201);
+    const s = await stack.app.inject({
+      method: 'POST',
+      url: '/v1/sessions',
+      headers: t.auth,
+      payload: { agent: 'temp' },
+    });
+    const res = await del('/v1/agents/temp');
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toEqual({ deleted: true, name: 'temp' });
+    expectProblem(await get('/v1/agents/temp'), 404, 'not_found');
+    expectProblem(await del('/v1/agents/temp'), 404, 'not_found');
+    const row = await stack.db
+      .selectFrom('sessions')
+      .select('agent')
+      .where('id', '=', s.json().id)
+      .executeTakeFirstOrThrow();
+    expect(row.agent.system).toBe('frozen prompt');
+    expect((await get(`/v1/sessions/${s.json().id}`)).statusCode).toBe(200);
+  });
+
+  it('refuses to delete a tool an agent uses (409), deletes it once unused', async () => {
+    const tool = { kind: 'client', inputSchema: { type: 'object' } };
+    await stack.app.inject({ method: 'PUT', url: '/v1/tools/pick', headers: t.auth, payload: tool });
+    await stack.app.inject({
+      method: 'PUT',
+      url: '/v1/agents/picker',
+      headers: t.auth,
+      payload: { model: 'compatible/mock', tools: ['pick'] },
+    });
+    const before = await rowCounts(stack.db);
+    const refused = expectProblem(await del('/v1/tools/pick'), 409, 'tool_in_use');
+    expect(refused.details).toEqual({ agents: ['picker'] });
+    expect(await rowCounts(stack.db)).toEqual(before);
+    expect((await del('/v1/agents/picker')).statusCode).toBe(200);
+    const res = await del('/v1/tools/pick');
+    expect(res.statusCode, res.body).toBe(200);
+    expectProblem(await get('/v1/tools/pick'), 404, 'not_found');
+    expectProblem(await del('/v1/tools/bad%20name'), 404, 'not_found');
+  });
+});

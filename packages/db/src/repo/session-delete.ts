@@ -1,0 +1,136 @@
+import { sql } from 'kysely';
+import type { Db, Trx } from '../client.ts';
+
+// DELETE /v1/sessions/:id: a data-deletion request removes the session and everything stored for
+// it — messages, parts, fetched attachments, stored tool outputs, steps, compactions, idempotency
+// records, its batch item — and the same for every child session (subagents) below it. History is otherwise
+// append-only; this is the one path that deletes it. One transaction: all of it or nothing.
+
+export type DeleteSessionOutcome =
+  | { deleted: true; sessionIds: string[] }
+  | { deleted: false; reason: 'not_found' }
+  | { deleted: false; reason: 'busy'; busy: Array<{ id: string; status: string }> }
+  | { deleted: false; reason: 'batch_running'; batchId: string };
+
+/** The session and all its descendants (children first in the returned order's reverse). */
+async function subtree(trx: Trx, tenantId: string, sessionId: string): Promise<string[]> {
+  const ids = [sessionId];
+  for (let i = 0; i < ids.length; i++) {
+    const children = await trx
+      .selectFrom('sessions')
+      .select('id')
+      .where('tenant_id', '=', tenantId)
+      .where('parent_session_id', '=', ids[i]!)
+      .execute();
+    for (const c of children) if (!ids.includes(c.id)) ids.push(c.id);
+  }
+  return ids;
+}
+
+/**
+ * Deletes an idle (or failed) session and its subtree. Refused — nothing written — when any of
+ * them is still working, or belongs to a batch that is still running. `heldByRunner` is asked, under
+ * the row locks, which of the sessions a runner still holds (the gateway checks their Redis locks).
+ */
+export async function deleteSessionTree(
+  db: Db,
+  tenantId: string,
+  sessionId: string,
+  heldByRunner: (ids: string[]) => Promise<string[]>,
+): Promise<DeleteSessionOutcome> {
+  return db.transaction().execute(async (trx) => {
+    const ids = await subtree(trx, tenantId, sessionId);
+    const rows = await trx
+      .selectFrom('sessions')
+      .select(['id', 'status'])
+      .where('tenant_id', '=', tenantId)
+      .where('id', 'in', ids)
+      .orderBy('id')
+      .forUpdate()
+      .execute();
+    if (!rows.some((r) => r.id === sessionId)) return { deleted: false, reason: 'not_found' };
+    const busy = rows.filter((r) => r.status !== 'idle' && r.status !== 'error');
+    const locked = await heldByRunner(ids);
+    for (const id of locked)
+      if (!busy.some((b) => b.id === id)) busy.push({ id, status: rows.find((r) => r.id === id)!.status });
+    if (busy.length > 0) return { deleted: false, reason: 'busy', busy };
+    const running = await trx
+      .selectFrom('batch_items')
+      .innerJoin('batches', 'batches.id', 'batch_items.batch_id')
+      .select('batches.id')
+      .where('batch_items.tenant_id', '=', tenantId)
+      .where('batch_items.session_id', 'in', ids)
+      .where('batches.status', '=', 'running')
+      .executeTakeFirst();
+    if (running) return { deleted: false, reason: 'batch_running', batchId: running.id };
+
+    await trx
+      .deleteFrom('idempotency_keys')
+      .where('tenant_id', '=', tenantId)
+      .where('session_id', 'in', ids)
+      .execute();
+    await trx
+      .deleteFrom('tool_outputs')
+      .where('tenant_id', '=', tenantId)
+      .where('session_id', 'in', ids)
+      .execute();
+    await trx
+      .deleteFrom('attachments')
+      .where('tenant_id', '=', tenantId)
+      .where('session_id', 'in', ids)
+      .execute();
+    await trx.deleteFrom('parts').where('tenant_id', '=', tenantId).where('session_id', 'in', ids).execute();
+    await trx
+      .deleteFrom('compactions')
+      .where('tenant_id', '=', tenantId)
+      .where('session_id', 'in', ids)
+      .execute();
+    await trx.deleteFrom('steps').where('tenant_id', '=', tenantId).where('session_id', 'in', ids).execute();
+    await trx
+      .deleteFrom('messages')
+      .where('tenant_id', '=', tenantId)
+      .where('session_id', 'in', ids)
+      .execute();
+    await trx
+      .deleteFrom('batch_items')
+      .where('tenant_id', '=', tenantId)
+      .where('session_id', 'in', ids)
+      .execute();
+    // Children before parents (parent_session_id references sessions.id).
+    for (const id of [...ids].reverse())
+      await trx.deleteFrom('sessions').where('tenant_id', '=', tenantId).where('id', '=', id).execute();
+    return { deleted: true, sessionIds: ids };
+  });
+}
+
+/** Deletes an agent definition; false when there was none. Sessions keep their own copy of its config. */
+export async function deleteAgent(db: Db, tenantId: string, name: string): Promise<boolean> {
+  const r = await db
+    .deleteFrom('agents')
+    .where('tenant_id', '=', tenantId)
+    .where('name', '=', name)
+    .executeTakeFirst();
+  return r.numDeletedRows > 0n;
+}
+
+/** Agents of the tenant whose configuration names the tool. */
+export async function agentsUsingTool(db: Db, tenantId: string, tool: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('agents')
+    .select('name')
+    .where('tenant_id', '=', tenantId)
+    .where(sql<boolean>`config -> 'tools' @> ${JSON.stringify([tool])}::jsonb`)
+    .orderBy('name')
+    .execute();
+  return rows.map((r) => r.name);
+}
+
+/** Deletes a tool definition; false when there was none. */
+export async function deleteTool(db: Db, tenantId: string, name: string): Promise<boolean> {
+  const r = await db
+    .deleteFrom('tools')
+    .where('tenant_id', '=', tenantId)
+    .where('name', '=', name)
+    .executeTakeFirst();
+  return r.numDeletedRows > 0n;
+}
