@@ -111,12 +111,13 @@ describe('GET /v1/sessions/:id/context', () => {
   });
 
   it('matches hand-computed gauge values for known part tokens', async () => {
-    const ctx = await newSession();
+    // Three steps in all: protecting only the newest keeps bash's output prunable.
+    const ctx = await newSession(t.auth, { compaction: { pruneProtectSteps: 1 } });
     await knownSession(ctx);
     const res = await get(`/v1/sessions/${ctx.sessionId}/context`);
     expect(res.statusCode, res.body).toBe(200);
     // used: the last report, 51,000 input + 5 output, nothing since.
-    // prune: bash's 50,000 lies beyond the two newest turns and the 40,000 protection → cleared,
+    // prune: bash's 50,000 lies beyond the newest step and the 17,000 protection → cleared,
     // minus its 9-token placeholder = 49,991. summary: head u1 + a2 (10 + 10 + 9 = 29 after the
     // prune) minus an expected summary of ceil(29 / 10) = 3 → 26. Savings 49,991 + 26.
     expect(res.json()).toMatchObject({
