@@ -2,7 +2,15 @@ import { acquireFence } from '@loopline/db';
 import { JOBS } from '@loopline/queue';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
-import { bigTurn, CONTINUE, defineBig, SUMMARY_SYSTEM, summaryRule, waitFor } from './context-fixtures.ts';
+import {
+  bigTurn,
+  CONTINUE,
+  defineBig,
+  SUMMARY_SYSTEM,
+  summaryRule,
+  WHOLE_OUTPUTS,
+  waitFor,
+} from './context-fixtures.ts';
 
 // Operations end to end: a session driven through tool calls, a prune and a summary compaction,
 // then both /metrics endpoints — the gateway's (operator token; its own registry plus BullMQ's job
@@ -63,7 +71,9 @@ describe('metrics after a session with tool calls and a compaction', () => {
     await client.agent('small', {
       tools: ['big'],
       limits: { context: 8000, output: 1000 },
-      compaction: { pruneProtect: 1000, pruneMinimum: 500 },
+      ...WHOLE_OUTPUTS,
+      // As in context-compaction.test.ts: prune clears the older turns, one summary is still needed.
+      compaction: { pruneProtect: 1000, pruneMinimum: 500, pruneProtectSteps: 5 },
     });
     const id = await client.session('small');
     for (const text of ['first task', 'second task', 'third task']) {
