@@ -8,6 +8,8 @@ import { adminUrl } from '@loopline/testkit';
 import {
   describeResult,
   loadTrajectories,
+  REPLAY_STACK_OPTIONS,
+  REPLAY_STACK_OPTIONS,
   type ReplayResult,
   replay,
   startReplayWebhook,
@@ -55,7 +57,7 @@ async function main() {
     `trajectories: ${scripts.length} conversations at ${WINDOW.context} tokens; load ${loadBefore}`,
   );
 
-  const stack = await startStack();
+  const stack = await startStack(REPLAY_STACK_OPTIONS);
   const webhook = await startReplayWebhook();
   const results: Record<'on' | 'off', ReplayResult[]> = { on: [], off: [] };
   try {

@@ -67,7 +67,6 @@ export async function startService(opts: { label: string; mockUrl: string }): Pr
     tokenizer,
     logger: pino({ level: process.env.BENCH_LOG_LEVEL ?? 'warn' }),
     llm: { apiKey: 'bench-key', baseURL: opts.mockUrl },
-    webhookPolicy: { allowPrivate: false, allowHosts: [] },
     flags: { disableAutocompact: false, disablePrune: false },
     lockTtlMs: 15_000,
     lockRetryMs: 250,

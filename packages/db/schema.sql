@@ -7,6 +7,7 @@ create table agents (
   version integer not null default 1,
   created_at timestamp with time zone not null default now(),
   updated_at timestamp with time zone not null default now(),
+  credential text,
   constraint agents_pk PRIMARY KEY (tenant_id, name),
   constraint agents_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id)
 );
@@ -21,6 +22,18 @@ create table api_keys (
   constraint api_keys_key_hash_key UNIQUE (key_hash),
   constraint api_keys_pkey PRIMARY KEY (id),
   constraint api_keys_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id)
+);
+
+create table attachments (
+  tenant_id text not null,
+  part_id text not null,
+  session_id text not null,
+  mime text not null,
+  size integer not null,
+  data bytea not null,
+  fetched_at timestamp with time zone not null default now(),
+  constraint attachments_pk PRIMARY KEY (tenant_id, part_id),
+  constraint attachments_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id)
 );
 
 create table batch_items (
@@ -204,6 +217,7 @@ create table tools (
   version integer not null default 1,
   created_at timestamp with time zone not null default now(),
   updated_at timestamp with time zone not null default now(),
+  signing_secret text,
   constraint tools_pk PRIMARY KEY (tenant_id, name),
   constraint tools_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id)
 );
@@ -212,6 +226,7 @@ CREATE UNIQUE INDEX agents_pk ON public.agents USING btree (tenant_id, name);
 CREATE UNIQUE INDEX api_keys_key_hash_key ON public.api_keys USING btree (key_hash);
 CREATE UNIQUE INDEX api_keys_pkey ON public.api_keys USING btree (id);
 CREATE INDEX api_keys_tenant_idx ON public.api_keys USING btree (tenant_id);
+CREATE UNIQUE INDEX attachments_pk ON public.attachments USING btree (tenant_id, part_id);
 CREATE UNIQUE INDEX batch_items_pk ON public.batch_items USING btree (batch_id, idx);
 CREATE UNIQUE INDEX batch_items_session_idx ON public.batch_items USING btree (session_id);
 CREATE UNIQUE INDEX batches_pkey ON public.batches USING btree (id);

@@ -34,7 +34,7 @@ beforeAll(async () => {
   await defineBig(client, stack);
   const schema = { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] } as const;
   await client.tool('pick', { kind: 'client', description: 'Ask the user to pick', inputSchema: schema });
-  // Compaction-flow tests: whole `big` outputs and no prune, so the window needs summaries.
+  // Tests of the compaction itself: whole outputs, prune off (with it, prune alone makes room).
   await client.agent('small', {
     tools: ['big'],
     limits: { context: 8000, output: 1000 },

@@ -57,7 +57,7 @@ describe('context: prune', () => {
   it('clears old outputs before compacting, and needs no LLM compaction when that suffices', async () => {
     stack.mock.setScenario({ rules: rules() });
     await client.agent('pruner', {
-      tools: ['big'],
+      tools: ['big', 'read_output'], // listed: the window sizes here count its definition
       limits: { context: 8000, output: 1000 },
       compaction: { pruneProtect: 1000, pruneMinimum: 500 },
     });
@@ -116,7 +116,7 @@ describe('context: prune', () => {
   it('marks nothing when compaction.prune is false (the summary compaction does the work)', async () => {
     stack.mock.setScenario({ rules: rules() });
     await client.agent('keeper', {
-      tools: ['big'],
+      tools: ['big', 'read_output'], // listed: the window sizes here count its definition
       limits: { context: 8000, output: 1000 },
       compaction: { prune: false, pruneProtect: 1000, pruneMinimum: 500 },
     });

@@ -47,6 +47,10 @@ function startGateway(n: number): Promise<GatewayProc> {
       REDIS_URL,
       LOOPLINE_NAMESPACE: namespace,
       LOOPLINE_OPERATOR_TOKEN: OPERATOR,
+      // The model and tool servers run on loopback: the same provider and webhook settings as the
+      // workers (the gateway checks agents and tools against them).
+      OPENAI_BASE_URL: mock.url,
+      LOOPLINE_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
       // The test polls sessions every 50 ms with one key: no per-key request limit here.
       LOOPLINE_RATE_LIMIT_PER_MINUTE: '0',
       PORT: '0',
@@ -429,12 +433,21 @@ describe('infra/compose.yaml', () => {
       // REDIS_URL / REDIS_CLUSTER_NODES: read by the shared Redis factory of both processes.
       gateway: read([
         'apps/gateway/src/server.ts',
+        'apps/gateway/src/config.ts',
+        'packages/core/src/env.ts',
         'apps/gateway/src/plugins/auth.ts',
         'packages/queue/src/redis.ts',
+        'packages/egress/src/policy.ts',
+        'packages/egress/src/secrets.ts',
+        'packages/llm/src/providers.ts',
       ]),
       worker: read([
         'apps/worker/src/main.ts',
-        'apps/worker/src/tools/address-policy.ts',
+        'apps/worker/src/config.ts',
+        'packages/core/src/env.ts',
+        'packages/egress/src/policy.ts',
+        'packages/egress/src/secrets.ts',
+        'packages/llm/src/providers.ts',
         'packages/queue/src/redis.ts',
       ]),
     };

@@ -75,6 +75,8 @@ function startGatewayProcess(): Promise<string> {
       ...clusterEnv(),
       LOG_LEVEL: 'info',
       LOOPLINE_OPERATOR_TOKEN: stack.operatorToken,
+      OPENAI_BASE_URL: stack.mock.url,
+      LOOPLINE_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
       PORT: '0',
       HOST: '127.0.0.1',
     },

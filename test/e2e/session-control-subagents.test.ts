@@ -55,9 +55,10 @@ beforeAll(async () => {
   client = await stack.tenant();
   await client.agent('researcher', { mode: 'subagent', system: 'You are the researcher.' });
   await client.agent('lead', { mode: 'primary', tools: ['task'], system: 'You are the lead.' });
-  // A subagent that cannot run at all: its prompt never fits (compaction off) → ContextOverflowError.
+  // A subagent that cannot run at all: its system prompt alone overflows (compaction off) → ContextOverflowError.
   await client.agent('tiny', {
     mode: 'all',
+    system: 'You answer in one word. '.repeat(20),
     limits: { context: 60, output: 20 },
     compaction: { auto: false },
   });

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   describeResult,
   loadTrajectories,
+  REPLAY_STACK_OPTIONS,
   type ReplayResult,
   replay,
   type Script,
@@ -29,7 +30,7 @@ let scripts: Script[];
 beforeAll(async () => {
   scripts = loadTrajectories('replay.jsonl').map(toScript);
   webhook = await startReplayWebhook();
-  stack = await startStack();
+  stack = await startStack(REPLAY_STACK_OPTIONS);
 });
 afterAll(async () => {
   await webhook?.close();

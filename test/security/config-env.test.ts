@@ -67,6 +67,17 @@ describe('every variable is checked', () => {
     expect(env.LOOPLINE_AUTH_CACHE_MS).toBe(2_000);
     expect(env.LOOPLINE_DISABLE_PRUNE).toBe(true);
     expect(env.PORT).toBe(3000);
+    expect(env.LOOPLINE_TRUST_PROXY).toBe(false);
+    expect(gatewayConfigFromEnv({ ...GATEWAY, LOOPLINE_TRUST_PROXY: 'true' }).LOOPLINE_TRUST_PROXY).toBe(
+      true,
+    );
+    expect(gatewayConfigFromEnv({ ...GATEWAY, LOOPLINE_TRUST_PROXY: '2' }).LOOPLINE_TRUST_PROXY).toBe(2);
+    expect(
+      gatewayConfigFromEnv({ ...GATEWAY, LOOPLINE_TRUST_PROXY: '10.0.0.0/8, ::1' }).LOOPLINE_TRUST_PROXY,
+    ).toEqual(['10.0.0.0/8', '::1']);
+    expect(() => gatewayConfigFromEnv({ ...GATEWAY, LOOPLINE_TRUST_PROXY: 'everyone' })).toThrow(
+      /LOOPLINE_TRUST_PROXY/,
+    );
     let error: unknown;
     try {
       gatewayConfigFromEnv({

@@ -94,6 +94,9 @@ describe('agent and tool configs', () => {
       [{ limits: { context: 1000, output: 1e12 } }, '/limits/output'],
       [{ maxSteps: 1e6 }, '/maxSteps'],
       [{ temperature: 100 }, '/temperature'],
+      [{ capabilities: { maxOutput: 1e12 } }, '/capabilities/maxOutput'],
+      [{ toolOutput: { windowShare: 2 } }, '/toolOutput/windowShare'],
+      [{ compaction: { pruneProtectSteps: 1e9 } }, '/compaction/pruneProtectSteps'],
     ];
     for (const [config, path] of tooBig) {
       const res = await agent(config);

@@ -191,6 +191,30 @@ describe('operator browser login', () => {
     }
   });
 
+  it('adds Secure when the request came over HTTPS (through a trusted proxy)', async () => {
+    const behindTls = await startStack('log_redaction_tls', { trustProxy: ['127.0.0.1'] });
+    try {
+      const res = await behindTls.app.inject({
+        method: 'POST',
+        url: '/admin/login',
+        headers: { 'content-type': 'application/json', 'x-forwarded-proto': 'https' },
+        payload: { token: OPERATOR },
+      });
+      expect(res.statusCode).toBe(303);
+      expect(String(res.headers['set-cookie'])).toMatch(/; Secure/);
+      // An untrusted client cannot claim HTTPS.
+      const spoofed = await stack.app.inject({
+        method: 'POST',
+        url: '/admin/login',
+        headers: { 'content-type': 'application/json', 'x-forwarded-proto': 'https' },
+        payload: { token: OPERATOR },
+      });
+      expect(String(spoofed.headers['set-cookie'])).not.toMatch(/Secure/);
+    } finally {
+      await behindTls.close();
+    }
+  });
+
   it('?token= is only a redirect that drops the token from the URL; a browser without a session goes to the login page', async () => {
     const res = await fetch(`${base}/admin/inspector?token=${OPERATOR}&session=${t.sessionId}`, {
       redirect: 'manual',

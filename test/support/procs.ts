@@ -105,6 +105,8 @@ export class WorkerPool {
         OPENAI_BASE_URL: e.llmUrl,
         OPENAI_API_KEY: 'test-key',
         LOOPLINE_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
+        // The key test stacks seal webhook secrets with (stack.ts TEST_SECRETS_KEY).
+        LOOPLINE_SECRETS_KEY: Buffer.alloc(32, 7).toString('hex'),
         WORKER_JOB_LOCK_MS: lockMs,
         WORKER_STALLED_INTERVAL_MS: String(e.stalledMs ?? 1000),
         LOOPLINE_LOCK_TTL_MS: lockMs,

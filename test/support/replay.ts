@@ -197,6 +197,14 @@ export function wireOrphans(call: RecordedCall): string[] {
 }
 
 /** One conversation, whole, through the service; a tenant of its own. */
+/**
+ * startStack options for replays: the conversations' mock models run on loopback as tenant model
+ * endpoints, so the operator opens 127.0.0.1 for that purpose (and only for it).
+ */
+export const REPLAY_STACK_OPTIONS = {
+  egress: { model: { allowPrivate: false, allowHosts: ['127.0.0.1'] } },
+};
+
 export async function replay(
   stack: Stack,
   webhook: Awaited<ReturnType<typeof startReplayWebhook>>,
@@ -218,8 +226,10 @@ export async function replay(
         url: `${webhook.url}/replay/${encodeURIComponent(key)}`,
       });
     }
+    // Each conversation's own mock is the tenant's own model endpoint, with the tenant's own key.
     await client.agent('replay', {
       baseURL: mock.url,
+      apiKey: 'tenant-replay-key',
       ...(script.system ? { system: script.system } : {}),
       tools: script.tools.map((t) => t.name),
       limits: opts.window,

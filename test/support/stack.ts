@@ -1,18 +1,22 @@
 import { randomUUID } from 'node:crypto';
 import type { AgentConfigInput, ToolConfigInput } from '@loopline/core';
+import { DENY_PRIVATE, type EgressPolicies, secretBoxFromKey } from '@loopline/egress';
 import { buildApp, type GatewayDeps } from '@loopline/gateway';
-import { createTokenizer } from '@loopline/llm';
+import { builtinProviders, createTokenizer, type Provider } from '@loopline/llm';
 import { type ScenarioInput, startMockLlm } from '@loopline/mock-llm';
 import { createQueues, createRedis, keySpace, type RedisConfig } from '@loopline/queue';
 import { createTestDatabase } from '@loopline/testkit';
 import {
+  closeEgress,
   createWorkerMetrics,
   defaultWorkerOptions,
   startMetricsServer,
   startWorkers,
   stopWorkers,
   type WorkerDeps,
+  type WorkerEgress,
   type WorkerOptions,
+  workerEgress,
 } from '@loopline/worker';
 import type { Worker } from 'bullmq';
 import { pino } from 'pino';
@@ -22,6 +26,18 @@ import { type PrivateRedis, startPrivateRedis } from './redis-server.ts';
 // The whole service in one test process, on real parts: a fresh PostgreSQL database cloned
 // from the migrated template, a unique Redis namespace, the gateway listening on a random port,
 // in-process workers, the mock model over HTTP, and the webhook tool server.
+
+/** LOOPLINE_SECRETS_KEY of test stacks (32 bytes; tests only). */
+export const TEST_SECRETS_KEY = Buffer.alloc(32, 7);
+
+/** The operator providers of worker llm settings, by name (what the gateway checks agents against). */
+function providerMap(llm: {
+  apiKey?: string;
+  baseURL?: string;
+  providers?: Provider[];
+}): Map<string, Provider> {
+  return new Map([...builtinProviders(llm), ...(llm.providers ?? [])].map((p) => [p.name, p]));
+}
 
 export interface Stack {
   url: string;
@@ -55,7 +71,7 @@ export interface Client {
     body?: unknown,
     headers?: Record<string, string>,
   ): Promise<{ status: number; body: T }>;
-  agent(name: string, config: Partial<AgentConfigInput>): Promise<void>;
+  agent(name: string, config: Partial<AgentConfigInput> & { apiKey?: string }): Promise<void>;
   tool(name: string, config: ToolConfigInput): Promise<void>;
   session(agent: string, extra?: Record<string, unknown>): Promise<string>;
   send(sessionId: string, text: string, headers?: Record<string, string>): Promise<any>;
@@ -86,6 +102,15 @@ export async function startStack(
     batches?: GatewayDeps['batches'];
     /** Jobs per queue of the in-process workers (default: defaultWorkerOptions). */
     concurrency?: WorkerOptions['concurrency'];
+    /**
+     * Egress policies of gateway and workers (default: webhooks may reach 127.0.0.1, where the
+     * tool server runs; attachments and tenant model endpoints may reach no private address).
+     */
+    egress?: Partial<EgressPolicies>;
+    /** The workers' gates (e.g. with a DNS stub); default: workerEgress(egress). */
+    workerEgress?: WorkerEgress;
+    /** Extra operator model providers (as LOOPLINE_PROVIDERS would add). */
+    providers?: Provider[];
   } = {},
 ): Promise<Stack> {
   const database = await createTestDatabase('e2e');
@@ -104,7 +129,20 @@ export async function startStack(
   const tools = await startToolServer(0);
   const operatorToken = randomUUID();
   const tokenizer = createTokenizer('o200k_base');
+  const policies: EgressPolicies = {
+    webhook: { allowPrivate: false, allowHosts: ['127.0.0.1'] },
+    attachment: DENY_PRIVATE,
+    model: DENY_PRIVATE,
+    ...opts.egress,
+  };
+  const secrets = secretBoxFromKey(TEST_SECRETS_KEY);
+  const llm = {
+    apiKey: 'test-key',
+    baseURL: mock.url,
+    ...(opts.providers ? { providers: opts.providers } : {}),
+  };
   const app = await buildApp({
+    egress: { policies, secrets, providers: providerMap(llm) },
     db: database.db,
     redis,
     queues,
@@ -130,8 +168,9 @@ export async function startStack(
     queues,
     tokenizer,
     logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
-    llm: { apiKey: 'test-key', baseURL: mock.url },
-    webhookPolicy: { allowPrivate: false, allowHosts: ['127.0.0.1'] },
+    llm,
+    egress: opts.workerEgress ?? workerEgress(policies),
+    secrets,
     flags: { disableAutocompact: false, disablePrune: false },
     lockTtlMs: opts.lockTtlMs ?? 5_000,
     lockRetryMs: 50,
@@ -183,6 +222,7 @@ export async function startStack(
       await queues.close();
       await mock.close();
       await tools.close();
+      await closeEgress(deps.egress!);
       redis.disconnect();
       await database.drop();
     },

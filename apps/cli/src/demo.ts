@@ -47,10 +47,19 @@ async function api<T>(method: string, path: string, token: string, body?: unknow
   return json;
 }
 
+// A fresh key per demo run (its tools are created anew each run).
+const secretsKey = randomBytes(32).toString('hex');
+
 async function main() {
   await ensureDatabase(databaseUrl);
   const tools = await startToolServer(env.DEMO_TOOLS_PORT);
-  const common = { DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, LOG_LEVEL: env.LOG_LEVEL };
+  const common = {
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: redisUrl,
+    LOG_LEVEL: env.LOG_LEVEL,
+    // One key for both processes: webhook calls are signed (docs/security.md).
+    LOOPLINE_SECRETS_KEY: secretsKey,
+  };
   let modelBase = env.OPENAI_BASE_URL ?? '';
   if (!realModel) {
     children.push(
@@ -69,6 +78,9 @@ async function main() {
       ...common,
       PORT: String(port),
       LOOPLINE_OPERATOR_TOKEN: operatorToken,
+      // The gateway checks agents and tools against the workers' providers and egress policy.
+      ...(modelBase ? { OPENAI_BASE_URL: modelBase } : {}),
+      LOOPLINE_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
     }),
   );
   children.push(

@@ -54,6 +54,8 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const app = Fastify({
     logger: withRedaction(deps.logger ?? false), // credentials never reach a log line
     bodyLimit: BODY_LIMIT,
+    // Fastify accepts true, a hop count or addresses; its overloads only type-check a boolean here.
+    trustProxy: (deps.trustProxy ?? false) as boolean,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     // Errors raised before routing (bad percent-encoding, over-long ids) get the problem body too.
     frameworkErrors: (err, request, reply) => {

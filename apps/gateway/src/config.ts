@@ -1,5 +1,6 @@
 import {
   databaseEnv,
+  egressEnv,
   envFlag,
   envInt,
   envMs,
@@ -17,11 +18,42 @@ import { z } from 'zod';
 // message naming the variable). Pieces are exported so a feature adds its variables with
 // `gatewayEnv.extend({...})` in one place; the README configuration table is rendered from this.
 
+/** `true`, a hop count, or comma-separated proxy addresses/CIDRs (Fastify `trustProxy`). */
+const trustProxy = z
+  .preprocess(
+    (v) => (typeof v === 'string' && v.trim() === '' ? undefined : v),
+    z
+      .string()
+      .optional()
+      .transform((text, ctx): boolean | number | string[] => {
+        if (text === undefined) return false;
+        const v = text.trim().toLowerCase();
+        if (v === 'true') return true;
+        if (v === 'false') return false;
+        if (/^\d+$/.test(v)) return Number(v);
+        const list = v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean);
+        if (list.every((s) => /^[0-9a-f.:]+(\/\d{1,3})?$/.test(s))) return list;
+        ctx.addIssue({
+          code: 'custom',
+          message: `must be true, false, a hop count or proxy addresses/CIDRs (got "${text}")`,
+        });
+        return z.NEVER;
+      }),
+  )
+  .meta({
+    doc: 'trust `X-Forwarded-*` from these proxies (`true`, a hop count, or addresses/CIDRs): the client address for auth throttling, HTTPS for `Secure` cookies',
+    shown: 'off',
+  });
+
 export const gatewayListenEnv = z.object({
   LOOPLINE_OPERATOR_TOKEN: envRequired('guards `/v1/admin/*`, `/metrics`, Bull Board and the inspector'),
   PORT: envInt(3000, 'gateway listen port', { min: 0, max: 65_535 }),
   HOST: envString('0.0.0.0', 'gateway listen address'),
   PUBLIC_URL: envUrl(undefined, ['http', 'https'], "base URL written into the OpenAPI document's servers"),
+  LOOPLINE_TRUST_PROXY: trustProxy,
 });
 
 export const gatewayLimitsEnv = z.object({
@@ -79,6 +111,7 @@ export const gatewayEnv = z.object({
   ...logEnv.shape,
   ...gatewayListenEnv.shape,
   ...runtimeFlagsEnv.shape,
+  ...egressEnv.shape,
   ...gatewayLimitsEnv.shape,
   ...gatewayOpsEnv.shape,
 });

@@ -1,5 +1,7 @@
 import type { RuntimeFlags, Tokenizer } from '@loopline/core';
 import type { Db } from '@loopline/db';
+import type { EgressPolicies, SecretBox } from '@loopline/egress';
+import type { Providers } from '@loopline/llm';
 import type { KeySpace, Queues, RedisClient } from '@loopline/queue';
 import type { FastifyServerOptions } from 'fastify';
 import type { GatewayMetrics } from './plugins/metrics.ts';
@@ -22,6 +24,11 @@ export interface GatewayDeps {
   operatorToken: string;
   /** Fastify logger option: false in tests, pino options in production. */
   logger?: FastifyServerOptions['logger'];
+  /**
+   * Fastify `trustProxy` (LOOPLINE_TRUST_PROXY): which proxies' `X-Forwarded-For`/`-Proto` to
+   * believe, for the client address (auth throttling) and HTTPS (`Secure` cookies). Default none.
+   */
+  trustProxy?: boolean | number | string[];
   /** Public base URL, written into the OpenAPI document's servers list. */
   publicUrl?: string;
   /** SSE heartbeat interval (default 15 s); tests shorten it. */
@@ -44,6 +51,20 @@ export interface GatewayDeps {
   authCacheMs?: number;
   /** POST /v1/batches: most conversations per batch (default 10,000), body limit (default 32 MiB). */
   batches?: { maxConversations?: number; bodyLimit?: number };
+  /**
+   * Door checks of what a tenant stores for later outbound requests (lib/egress.ts): the egress
+   * policies the workers apply (LOOPLINE_{WEBHOOK,ATTACHMENT,MODEL}_ALLOW_*), the operator's model
+   * providers agents may name, and the box that seals tenant credentials and webhook secrets
+   * (LOOPLINE_SECRETS_KEY). Defaults: every private address refused, providers `openai` and
+   * `compatible`, no box (agents with their own endpoint refused; webhook tools unsigned).
+   */
+  egress?: {
+    policies?: Partial<EgressPolicies>;
+    providers?: Providers;
+    secrets?: SecretBox | undefined;
+    /** Largest attachment accepted (LOOPLINE_ATTACHMENT_MAX_BYTES, default 10 MiB). */
+    attachmentMaxBytes?: number;
+  };
   /**
    * Failed API-key authentication: at most `failuresPerMinute` per client address (default 30;
    * 0 = no throttle), and an unknown key is answered from memory for `negativeCacheMs` (default

@@ -166,7 +166,18 @@ const EXAMPLE_AGENT_INPUT = {
 };
 
 export const PutAgentBody = z
-  .strictObject(AgentConfig.shape)
+  .strictObject({
+    ...AgentConfig.shape,
+    apiKey: z
+      .string()
+      .min(1)
+      .max(4096)
+      .optional()
+      .describe(
+        "Write-only: the key for the agent's own `baseURL`, stored encrypted and never returned. Required " +
+          'with a new baseURL; omitted, the stored key for the same baseURL is kept.',
+      ),
+  })
   .describe('Agent configuration (core AgentConfig); omitted fields take their defaults')
   .meta({ example: EXAMPLE_AGENT_INPUT });
 
@@ -234,6 +245,17 @@ export const ToolView = z
   })
   .describe('A tool: its name and stored configuration (defaults filled in)')
   .meta({ example: EXAMPLE_TOOL });
+export const PutToolView = ToolView.extend({
+  signingSecret: z
+    .string()
+    .optional()
+    .describe(
+      'The webhook signing secret (`whsec_…`), present only in the response that created it: store it, ' +
+        'it is never shown again. Verify `webhook-signature` with it (README, docs/security.md).',
+    ),
+})
+  .describe('The tool as stored, with its new signing secret when it just got one')
+  .meta({ example: { ...EXAMPLE_TOOL, signingSecret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' } });
 export const ToolList = z
   .object({ tools: z.array(ToolView) })
   .describe('Every tool of the tenant')
@@ -254,7 +276,6 @@ function overridesOf<S extends z.ZodRawShape>(shape: S) {
 export const SessionOverrides = z
   .strictObject({
     model: ModelRef.optional(),
-    baseURL: z.url().optional(),
     system: z.string().max(200_000).optional(),
     tools: AgentConfig.shape.tools.unwrap().optional(),
     limits: ModelLimits.optional(),

@@ -1,5 +1,7 @@
 import { ConfigError } from '@loopline/core';
 import { closeDb, createDb, migrateWhenReady } from '@loopline/db';
+import { policiesFromConfig, secretBoxFromEnv } from '@loopline/egress';
+import { providersFromEnv } from '@loopline/llm';
 import { createQueues, createRedis, describeRedisConfig, keySpace, type RedisConfig } from '@loopline/queue';
 import { pino } from 'pino';
 import { buildApp } from './app.ts';
@@ -36,11 +38,20 @@ export async function main(): Promise<void> {
   const queues = createQueues(redis, keys);
 
   const app = await buildApp({
+    // Door checks and sealing: the policies, providers and key the workers use (docs/security.md).
+    egress: {
+      policies: policiesFromConfig(env),
+      // apiKeyEnv names of LOOPLINE_PROVIDERS are looked up in the process environment.
+      providers: providersFromEnv(env, process.env),
+      secrets: secretBoxFromEnv(env),
+      attachmentMaxBytes: env.LOOPLINE_ATTACHMENT_MAX_BYTES,
+    },
     db,
     redis,
     queues,
     keys,
     operatorToken: env.LOOPLINE_OPERATOR_TOKEN,
+    trustProxy: env.LOOPLINE_TRUST_PROXY,
     logger: loggerOptions(env.LOG_LEVEL),
     flags: { disableAutocompact: env.LOOPLINE_DISABLE_AUTOCOMPACT, disablePrune: env.LOOPLINE_DISABLE_PRUNE },
     rateLimit: {

@@ -1,6 +1,6 @@
 import {
+  MESSAGE_FRAMING_TOKENS,
   PROVIDER_DEFAULT_PROMPT,
-  READ_OUTPUT_TOOL,
   requestOverhead,
   type SessionEvent,
   type SessionStatus,
@@ -77,14 +77,11 @@ describe('GET /v1/sessions/:id/context', () => {
     const ctx = await newSession();
     const res = await get(`/v1/sessions/${ctx.sessionId}/context`);
     expect(res.statusCode, res.body).toBe(200);
-    // Before any provider report the system block and the tool definitions count, × the prior
-    // of an unknown model family (1.1).
-    const overhead = requestOverhead(
-      createTokenizer('o200k_base'),
-      [PROVIDER_DEFAULT_PROMPT],
-      [READ_OUTPUT_TOOL],
-    );
-    const used = Math.ceil(overhead * 1.1);
+    // Before any provider report the system block counts (no tool definitions: read_output is
+    // offered only with a truncated output to read), × the prior of the mock's family (o200k: 1.0).
+    const overhead = requestOverhead(createTokenizer('o200k_base'), [PROVIDER_DEFAULT_PROMPT], []);
+    // Plus the framing a chat template adds around the system message and the reply's opening.
+    const used = Math.ceil((overhead + 2 * MESSAGE_FRAMING_TOKENS) * 1.0);
     expect(res.json()).toEqual({
       sessionId: ctx.sessionId,
       status: 'idle',
@@ -104,6 +101,8 @@ describe('GET /v1/sessions/:id/context', () => {
       flags: { autocompact: true, prune: true },
       boundary: null,
       compactions: [],
+      ratio: { value: 1, learned: false, weight: 0, margin: 0.05 },
+      estimates: [],
     });
     const session = await get(`/v1/sessions/${ctx.sessionId}`);
     expect(session.json().tokens).toEqual({ used, usable: 68_000, trigger: 68_000, background: 54_400 });
@@ -111,13 +110,14 @@ describe('GET /v1/sessions/:id/context', () => {
   });
 
   it('matches hand-computed gauge values for known part tokens', async () => {
-    // Three steps in all: protecting only the newest keeps bash's output prunable.
-    const ctx = await newSession(t.auth, { compaction: { pruneProtectSteps: 1 } });
+    // Prune protects the newest two steps here (a4, a6), so bash's output in a2 is prunable.
+    const ctx = await newSession(t.auth, { compaction: { pruneProtectSteps: 2 } });
     await knownSession(ctx);
     const res = await get(`/v1/sessions/${ctx.sessionId}/context`);
     expect(res.statusCode, res.body).toBe(200);
     // used: the last report, 51,000 input + 5 output, nothing since.
-    // prune: bash's 50,000 lies beyond the newest step and the 17,000 protection → cleared,
+    // prune: bash's 50,000 lies beyond the two protected steps and passes the protection
+    // (min(40,000, 25 % of 68,000) = 17,000) → cleared,
     // minus its 9-token placeholder = 49,991. summary: head u1 + a2 (10 + 10 + 9 = 29 after the
     // prune) minus an expected summary of ceil(29 / 10) = 3 → 26. Savings 49,991 + 26.
     expect(res.json()).toMatchObject({

@@ -1,11 +1,10 @@
 import {
   databaseEnv,
+  egressEnv,
   envFlag,
   envInt,
-  envList,
   envMs,
   envString,
-  envUrl,
   logEnv,
   parseEnv,
   redisEnv,
@@ -27,14 +26,13 @@ const DAY_MS = 86_400_000;
 export const modelEnv = z.object({
   OPENAI_API_KEY: envString(
     undefined,
-    'API key of the model server (sent only to `OPENAI_BASE_URL`)',
+    'API key of the built-in providers (`openai/`, `compatible/`): sent only to their base URL',
     'unset',
   ),
-  OPENAI_BASE_URL: envUrl(undefined, ['http', 'https'], 'OpenAI or OpenAI-compatible base URL'),
 });
 
 export const loopEnv = z.object({
-  LOOPLINE_LOCK_TTL_MS: envMs(15_000, 'session lock TTL (renewed every third)', { min: 1_000, max: 600_000 }),
+  LOOPLINE_LOCK_TTL_MS: envMs(15_000, 'session lock TTL (renewed every third)', { min: 500, max: 600_000 }),
   LOOPLINE_LOCK_RETRY_MS: envMs(250, 'retry delay when a session is locked', { min: 10, max: 60_000 }),
   LOOPLINE_MAX_PROVIDER_RETRIES: count(
     8,
@@ -75,7 +73,7 @@ export const fairnessEnv = z.object({
     Number.MAX_SAFE_INTEGER,
   ),
   LOOPLINE_SLOT_TTL_MS: envMs(defaultFairness.slotTtlMs, 'tenant slot lease (expires if its worker dies)', {
-    min: 1_000,
+    min: 100,
     max: DAY_MS,
   }),
   LOOPLINE_SLOT_RETRY_MS: envMs(defaultFairness.slotRetryMs, 'retry of a step refused a slot (batch: ×10)', {
@@ -85,7 +83,7 @@ export const fairnessEnv = z.object({
   LOOPLINE_TOKEN_WINDOW_MS: envMs(
     defaultFairness.tokenWindowMs,
     'length of the token budget window (`tokensPerMinute` is per window)',
-    { min: 1_000, max: DAY_MS },
+    { min: 100, max: DAY_MS },
   ),
   LOOPLINE_BATCH_POLL_MS: envMs(defaultFairness.batchPollMs, "a busy batch item's fallback poll", {
     min: 100,
@@ -103,19 +101,30 @@ export const workerJobsEnv = z.object({
   WORKER_BATCH_CONCURRENCY: concurrency(c.batch, 'batch parent'),
   WORKER_BATCH_ITEM_CONCURRENCY: concurrency(c.batchItem, 'batch conversation'),
   WORKER_JOB_LOCK_MS: envMs(defaultWorkerOptions.jobLockMs, 'BullMQ job lock', {
-    min: 1_000,
+    min: 100,
     max: 3_600_000,
   }),
   WORKER_STALLED_INTERVAL_MS: envMs(
     defaultWorkerOptions.stalledIntervalMs,
     "how often stalled jobs are looked for (a dead worker's job is retried)",
-    { min: 1_000, max: 3_600_000 },
+    { min: 100, max: 3_600_000 },
   ),
 });
 
+/** The worker's own egress caps (the shared policy is core's egressEnv; docs/security.md). */
 export const webhookEnv = z.object({
-  LOOPLINE_WEBHOOK_ALLOW_PRIVATE: envFlag('let webhook tools reach private and loopback addresses'),
-  LOOPLINE_WEBHOOK_ALLOW_HOSTS: envList('hosts webhook tools may reach even when private (comma-separated)'),
+  LOOPLINE_WEBHOOK_MAX_BYTES: envInt(
+    4 * 1024 * 1024,
+    "largest webhook answer read (caps a tool's `maxResponseBytes`)",
+    {
+      min: 1,
+      max: 1024 * 1024 * 1024,
+    },
+  ),
+  LOOPLINE_ATTACHMENT_TIMEOUT_MS: envMs(30_000, 'time cap of one attachment download', {
+    min: 100,
+    max: 3_600_000,
+  }),
 });
 
 export const workerMetricsEnv = z.object({
@@ -138,6 +147,7 @@ export const workerEnv = z.object({
   ...redisEnv.shape,
   ...logEnv.shape,
   ...modelEnv.shape,
+  ...egressEnv.shape,
   ...runtimeFlagsEnv.shape,
   ...loopEnv.shape,
   ...fairnessEnv.shape,

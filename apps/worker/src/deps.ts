@@ -1,10 +1,12 @@
 import type { RuntimeFlags, Tokenizer } from '@loopline/core';
 import type { Db } from '@loopline/db';
+import type { SecretBox } from '@loopline/egress';
+import type { Provider } from '@loopline/llm';
 import type { KeySpace, Queues, RedisClient } from '@loopline/queue';
 import type { Logger } from 'pino';
+import type { WorkerEgress } from './egress.ts';
 import type { FairnessOptions } from './fairness/options.ts';
 import type { WorkerMetrics } from './metrics.ts';
-import type { AddressPolicy } from './tools/address-policy.ts';
 
 /** Everything a processor touches, handed in (no module singletons). */
 export interface WorkerDeps {
@@ -15,9 +17,22 @@ export interface WorkerDeps {
   queues: Queues;
   tokenizer: Tokenizer;
   logger: Logger;
-  /** OpenAI credentials and default base URL for `openai/` and `compatible/` models. */
-  llm: { apiKey?: string; baseURL?: string };
-  webhookPolicy: AddressPolicy;
+  /**
+   * The operator's model providers (model-endpoint.ts): the built-in `openai` (and `compatible`
+   * when baseURL is set) from this key and base URL, plus `providers` (LOOPLINE_PROVIDERS). The
+   * deployment's credentials are only ever sent to these.
+   */
+  llm: { apiKey?: string; baseURL?: string; providers?: Provider[] };
+  /**
+   * Gates for every outbound request a tenant influences (webhooks, attachments, tenant model
+   * endpoints). Absent → gates that refuse every private address.
+   */
+  egress?: WorkerEgress;
+  /**
+   * Opens tenant model credentials and webhook signing secrets (LOOPLINE_SECRETS_KEY). Absent →
+   * webhook calls go unsigned and agents with their own endpoint cannot run.
+   */
+  secrets?: SecretBox;
   flags: RuntimeFlags;
   /** Session lock TTL; renewed every third of it while a job runs. */
   lockTtlMs: number;

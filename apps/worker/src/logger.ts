@@ -1,4 +1,4 @@
-import { REDACT_PATHS, REDACTED, redactLogArguments, redactText, redactUrl } from '@loopline/core';
+import { redactLogArguments, redactText, redactUrl } from '@loopline/core';
 import { type Logger, type LoggerOptions, pino, stdSerializers } from 'pino';
 
 // The worker's pino logger: credential headers and fields (a webhook tool's headers, an API key
@@ -17,7 +17,6 @@ export function workerLoggerOptions(level: string): LoggerOptions {
   return {
     level,
     name: 'worker',
-    redact: { paths: [...REDACT_PATHS], censor: REDACTED },
     hooks: {
       logMethod(args, method) {
         method.apply(this, redactLogArguments(args) as Parameters<typeof method>);

@@ -1,10 +1,12 @@
 import { ConfigError } from '@loopline/core';
 import { createDb, migrateWhenReady } from '@loopline/db';
-import { createTokenizer } from '@loopline/llm';
+import { policiesFromConfig, secretBoxFromEnv } from '@loopline/egress';
+import { createTokenizer, providersFromEnv } from '@loopline/llm';
 import { createQueues, createRedis, keySpace, type RedisConfig } from '@loopline/queue';
 import type { Logger } from 'pino';
 import { type WorkerEnv, workerConfigFromEnv } from './config.ts';
 import type { WorkerDeps } from './deps.ts';
+import { closeEgress, workerEgress } from './egress.ts';
 import { createWorkerLogger } from './logger.ts';
 import { createWorkerMetrics } from './metrics.ts';
 import { startMetricsServer } from './metrics-server.ts';
@@ -31,11 +33,19 @@ export function depsFromEnv(
     queues: createQueues(redis, keys),
     tokenizer: createTokenizer('o200k_base'),
     logger,
-    llm: { apiKey: env.OPENAI_API_KEY, baseURL: env.OPENAI_BASE_URL },
-    webhookPolicy: {
-      allowPrivate: env.LOOPLINE_WEBHOOK_ALLOW_PRIVATE,
-      allowHosts: env.LOOPLINE_WEBHOOK_ALLOW_HOSTS.map((h) => h.toLowerCase()),
+    // Operator model providers (OPENAI_*, LOOPLINE_PROVIDERS; apiKeyEnv names are looked up in the
+    // process environment) and the egress gates per purpose: docs/security.md.
+    llm: {
+      ...(env.OPENAI_API_KEY ? { apiKey: env.OPENAI_API_KEY } : {}),
+      ...(env.OPENAI_BASE_URL ? { baseURL: env.OPENAI_BASE_URL } : {}),
+      providers: [...providersFromEnv(env, process.env).values()],
     },
+    egress: workerEgress(policiesFromConfig(env), {
+      webhookMaxBytes: env.LOOPLINE_WEBHOOK_MAX_BYTES,
+      attachmentMaxBytes: env.LOOPLINE_ATTACHMENT_MAX_BYTES,
+      attachmentTimeoutMs: env.LOOPLINE_ATTACHMENT_TIMEOUT_MS,
+    }),
+    secrets: secretBoxFromEnv(env),
     flags: { disableAutocompact: env.LOOPLINE_DISABLE_AUTOCOMPACT, disablePrune: env.LOOPLINE_DISABLE_PRUNE },
     lockTtlMs: env.LOOPLINE_LOCK_TTL_MS,
     lockRetryMs: env.LOOPLINE_LOCK_RETRY_MS,
@@ -100,6 +110,7 @@ async function main() {
     reconciler.stop();
     await stopWorkers(workers);
     await metricsServer?.close();
+    if (deps.egress) await closeEgress(deps.egress);
     await deps.queues.close();
     deps.redis.disconnect();
     await deps.db.destroy();

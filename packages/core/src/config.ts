@@ -131,22 +131,33 @@ export const ModelCapabilities = z.object({
   /** The template accepts a `system` message; otherwise the system text opens the first user message. */
   systemRole: z.boolean().optional(),
   /** Upper bound of max_tokens the server accepts. */
-  maxOutput: z.number().int().positive().optional(),
+  maxOutput: z.number().int().positive().max(MAX_TOKENS).optional(),
 });
 export type ModelCapabilities = z.infer<typeof ModelCapabilities>;
 export type ResolvedCapabilities = Required<Omit<ModelCapabilities, 'maxOutput'>> &
   Pick<ModelCapabilities, 'maxOutput'>;
 
-/** `openai/<id>` (Responses API) or `compatible/<id>` (chat completions at baseURL). */
+/**
+ * `<provider>/<model id>`: a provider the operator configured (`openai` and `compatible` are
+ * built in; more via LOOPLINE_PROVIDERS, docs/security.md), e.g. `openai/gpt-4.1-mini`.
+ */
+export const MODEL_REF_PATTERN = /^([a-z0-9][a-z0-9_.-]{0,62})\/(.+)$/;
 export const ModelRef = z
   .string()
   .max(200)
-  .regex(/^(openai|compatible)\/.+$/, 'model must be "openai/<id>" or "compatible/<id>"');
+  .regex(MODEL_REF_PATTERN, 'model must be "<provider>/<model id>", e.g. "openai/gpt-4.1-mini"');
 
 export const AgentConfig = z.object({
   model: ModelRef,
-  /** Base URL of an OpenAI-compatible server (compatible/ models); defaults to OPENAI_BASE_URL. */
-  baseURL: z.url().optional(),
+  /**
+   * The tenant's own OpenAI-compatible server (with a `compatible/<id>` model). It needs the
+   * tenant's own `apiKey` (write-only, stored encrypted); the deployment's credentials are never
+   * sent there. Absent: the model's provider is one the operator configured.
+   */
+  baseURL: z
+    .url({ protocol: /^https?$/ })
+    .max(2048)
+    .optional(),
   system: z.string().max(200_000).optional(),
   tools: z.array(toolName).max(MAX_AGENT_TOOLS).refine(uniqueNames, 'tool names must be unique').default([]),
   limits: ModelLimits.optional(),

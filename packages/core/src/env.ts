@@ -243,6 +243,53 @@ export const runtimeFlagsEnv = z.object({
   LOOPLINE_DISABLE_PRUNE: envFlag('switch automatic pruning off everywhere'),
 });
 
+/**
+ * Outbound requests and credentials (docs/security.md), read alike by gateways (they check what a
+ * tenant stores) and workers (they connect): the operator's model providers, the key sealing tenant
+ * secrets, the private hosts opened per purpose, the attachment size cap.
+ */
+export const egressEnv = z.object({
+  OPENAI_BASE_URL: envUrl(
+    undefined,
+    ['http', 'https'],
+    'base URL of the built-in providers: `openai/` (default api.openai.com) and, when set, `compatible/` (chat completions there)',
+  ),
+  LOOPLINE_PROVIDERS: envString(
+    undefined,
+    'more model providers, JSON name → `{baseURL, api?, apiKeyEnv?, apiKey?, headers?, tenants?}` (docs/security.md)',
+  ),
+  LOOPLINE_SECRETS_KEY: documented(
+    z.preprocess(
+      unsetIfEmpty,
+      z
+        .string()
+        .refine(
+          (v) => /^[0-9a-fA-F]{64}$/.test(v) || /^[A-Za-z0-9+/]{43}=$/.test(v),
+          'must be 32 bytes: 64 hex characters or base64',
+        )
+        .optional(),
+    ),
+    '32 bytes (64 hex or base64) sealing tenant model keys and webhook signing secrets with AES-256-GCM; unset: no tenant model endpoints, unsigned webhook calls',
+    'unset',
+  ) as z.ZodType<string | undefined>,
+  LOOPLINE_WEBHOOK_ALLOW_PRIVATE: envFlag(
+    'let webhook tools reach private and loopback addresses (never cloud metadata)',
+  ),
+  LOOPLINE_WEBHOOK_ALLOW_HOSTS: envList('hosts webhook tools may reach even when private (comma-separated)'),
+  LOOPLINE_ATTACHMENT_ALLOW_PRIVATE: envFlag('let message attachments be fetched from private addresses'),
+  LOOPLINE_ATTACHMENT_ALLOW_HOSTS: envList('hosts attachments may be fetched from even when private'),
+  LOOPLINE_MODEL_ALLOW_PRIVATE: envFlag("let tenants' own model endpoints (`baseURL`) be private addresses"),
+  LOOPLINE_MODEL_ALLOW_HOSTS: envList("hosts tenants' own model endpoints may be on even when private"),
+  LOOPLINE_ATTACHMENT_MAX_BYTES: envInt(
+    10 * 1024 * 1024,
+    'largest attachment (data: URLs at the gateway, downloads in the worker)',
+    {
+      min: 1,
+      max: 1024 * 1024 * 1024,
+    },
+  ),
+});
+
 // ---------------------------------------------------------------------------------------------
 
 export class ConfigError extends Error {

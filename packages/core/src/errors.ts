@@ -30,6 +30,8 @@ export const ERROR_CODES = {
   ToolInputError: 'The model called a tool with arguments that do not match its schema.',
   UnknownToolError: 'The model called a tool that does not exist.',
   WebhookRefusedError: 'The tool webhook address is private or loopback and not allowed.',
+  AttachmentError:
+    'An attachment of the message could not be fetched (refused address, too large, HTTP error or timeout).',
   StaleFenceError: 'A newer runner owns this session; the write was rejected.',
   ConfigError: 'The agent or tool configuration is invalid.',
   BatchItemError: 'A batch conversation could not be run to its end.',

@@ -176,6 +176,7 @@ describe('estimatePrompt', () => {
       margin: 0.5,
       framing: 4,
     });
-    expect(e).toEqual({ tokens: 1_506, bound: 2_259, anchored: false, ratio: 1.5, margin: 0.5 });
+    // (1,000 + 4 for the message + 2 × 4 for the system message and the reply's opening) × 1.5.
+    expect(e).toEqual({ tokens: 1_518, bound: 2_277, anchored: false, ratio: 1.5, margin: 0.5 });
   });
 });

@@ -15,7 +15,7 @@ export {
   withFence,
 } from './fence.ts';
 export { MIGRATIONS_DIR, migrateToLatest, migrateWhenReady } from './migrate.ts';
-export { getAgent, listAgents, putAgent } from './repo/agents.ts';
+export { getAgent, getAgentCredential, listAgents, putAgent } from './repo/agents.ts';
 export {
   type ApiKeyAuth,
   type ApiKeyInfo,
@@ -27,6 +27,7 @@ export {
   listApiKeys,
   revokeApiKey,
 } from './repo/api-keys.ts';
+export { type AttachmentRecord, loadAttachments, saveAttachment } from './repo/attachments.ts';
 export { batchItemResult } from './repo/batch-results.ts';
 export {
   BATCH_CANCELLED_DETAIL,
@@ -141,7 +142,7 @@ export {
   saveToolOutput,
   type ToolOutput,
 } from './repo/tool-outputs.ts';
-export { getTool, getToolsByName, listTools, putTool } from './repo/tools.ts';
+export { getTool, getToolSigningSecret, getToolsByName, listTools, putTool } from './repo/tools.ts';
 export type { DB } from './schema.ts';
 export type {
   BatchItemResult,

@@ -1,4 +1,4 @@
-import type { AgentTable, ToolTable } from './tables/agent.table.ts';
+import type { AgentTable, AttachmentTable, ToolTable } from './tables/agent.table.ts';
 import type { BatchItemTable, BatchTable } from './tables/batch.table.ts';
 import type { CompactionTable } from './tables/compaction.table.ts';
 import type { IdempotencyKeyTable } from './tables/idempotency.table.ts';
@@ -16,6 +16,7 @@ export interface DB {
   api_keys: ApiKeyTable;
   agents: AgentTable;
   tools: ToolTable;
+  attachments: AttachmentTable;
   sessions: SessionTable;
   messages: MessageTable;
   parts: PartTable;

@@ -157,6 +157,16 @@ function networkCode(error: unknown): string | undefined {
   return undefined;
 }
 
+/** The egress gate refused the endpoint (packages/egress): retrying cannot change its mind. */
+const EGRESS_CODES = new Set(['ERR_EGRESS_REFUSED', 'ERR_EGRESS_TOO_LARGE']);
+
+function egressRefusal(error: unknown): Rec | undefined {
+  for (let e: unknown = error, depth = 0; isRec(e) && depth < 6; e = e.cause, depth++) {
+    if (EGRESS_CODES.has(str(e.code) ?? '')) return e;
+  }
+  return undefined;
+}
+
 function isAbortError(error: unknown): boolean {
   return isRec(error) && (error.name === 'AbortError' || error.name === 'ResponseAborted');
 }
@@ -181,6 +191,8 @@ export function classifyError(error: unknown, signal?: AbortSignal): ClassifiedE
     };
   }
   if (RetryError.isInstance(error)) return classifyError(error.lastError, signal);
+  const refused = egressRefusal(error);
+  if (refused) return { kind: 'terminal', message: messageOf(refused), code: 'EgressRefused' };
   if (APICallError.isInstance(error)) {
     // Fetch failures surface as APICallError without a status ("Cannot connect to API").
     const code = providerCode(error.data, error.responseBody) ?? networkCode(error.cause);

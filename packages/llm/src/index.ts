@@ -23,6 +23,15 @@ export {
   OPENAI_BASE_URL,
   parseModelRef,
 } from './provider.ts';
+export {
+  builtinProviders,
+  type Provider,
+  ProviderConfig,
+  type Providers,
+  providerNameOf,
+  providerProblem,
+  providersFromEnv,
+} from './providers.ts';
 export { type StepRequest, streamStep, type ToolSpec, toolSet } from './stream.ts';
 export {
   createTokenizer,

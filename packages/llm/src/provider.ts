@@ -3,29 +3,33 @@
 // Completions at a base URL. Never reads the environment: the shell passes apiKey/baseURL in.
 
 import { createOpenAI } from '@ai-sdk/openai';
-import { LooplineError } from '@loopline/core';
+import { LooplineError, MODEL_REF_PATTERN } from '@loopline/core';
 import { defaultSettingsMiddleware, type LanguageModel, wrapLanguageModel } from 'ai';
 
 export interface ModelOptions {
-  apiKey?: string;
+  apiKey?: string | undefined;
+  /** `responses` (OpenAI) or `chat` (chat completions); default: responses for `openai/`, else chat. */
+  api?: 'responses' | 'chat';
+  /**
+   * The HTTP client: the egress gate's fetch for endpoints a tenant chose (packages/egress).
+   * A model with its own fetch is not cached (the gate is the process's, the key the tenant's).
+   */
+  fetch?: typeof globalThis.fetch;
   /** Base URL ending in /v1. Required for `compatible/`; defaults to OpenAI for `openai/`. */
   baseURL?: string;
   /** Extra HTTP headers on every request. */
-  headers?: Record<string, string>;
+  headers?: Record<string, string> | undefined;
 }
 
 export const OPENAI_BASE_URL = 'https://api.openai.com/v1';
 
-export type ModelRefProvider = 'openai' | 'compatible';
+export type ModelRefProvider = string;
 
+/** `<provider>/<id>`: the provider name and the model id. */
 export function parseModelRef(modelRef: string): { provider: ModelRefProvider; id: string } {
-  const m = /^(openai|compatible)\/(.+)$/.exec(modelRef);
-  if (!m)
-    throw new LooplineError(
-      'ConfigError',
-      `model must be "openai/<id>" or "compatible/<id>", got "${modelRef}"`,
-    );
-  return { provider: m[1] as ModelRefProvider, id: m[2]! };
+  const m = MODEL_REF_PATTERN.exec(modelRef);
+  if (!m) throw new LooplineError('ConfigError', `model must be "<provider>/<model id>", got "${modelRef}"`);
+  return { provider: m[1]!, id: m[2]! };
 }
 
 // Model objects are plain configuration (no connection, no per-request state), so one per model
@@ -35,7 +39,14 @@ const MODEL_CACHE_MAX = 256;
 const modelCache = new Map<string, LanguageModel>();
 
 export function createModel(modelRef: string, opts: ModelOptions = {}): LanguageModel {
-  const key = JSON.stringify([modelRef, opts.apiKey ?? null, opts.baseURL ?? null, opts.headers ?? null]);
+  if (opts.fetch) return buildModel(modelRef, opts);
+  const key = JSON.stringify([
+    modelRef,
+    opts.apiKey ?? null,
+    opts.baseURL ?? null,
+    opts.headers ?? null,
+    opts.api ?? null,
+  ]);
   const cached = modelCache.get(key);
   if (cached) return cached;
   const model = buildModel(modelRef, opts);
@@ -46,12 +57,15 @@ export function createModel(modelRef: string, opts: ModelOptions = {}): Language
 
 function buildModel(modelRef: string, opts: ModelOptions): LanguageModel {
   const { provider, id } = parseModelRef(modelRef);
-  if (provider === 'openai') {
+  const api = opts.api ?? (provider === 'openai' ? 'responses' : 'chat');
+  const fetch = opts.fetch ? { fetch: opts.fetch } : {};
+  if (api === 'responses') {
     if (!opts.apiKey) throw new LooplineError('ConfigError', `${modelRef} needs an apiKey`);
     const openai = createOpenAI({
       apiKey: opts.apiKey,
       baseURL: opts.baseURL ?? OPENAI_BASE_URL,
       headers: opts.headers,
+      ...fetch,
     });
     // store:false: history is resent in full each step, never referenced by server-side id.
     return wrapLanguageModel({
@@ -66,6 +80,7 @@ function buildModel(modelRef: string, opts: ModelOptions): LanguageModel {
     baseURL: opts.baseURL,
     headers: opts.headers,
     name: 'compatible',
+    ...fetch,
   });
   return compatible.chat(id);
 }

@@ -110,7 +110,8 @@ export function serve(
     };
   };
   const max = conv.maxTokens;
-  if (max !== undefined && out.usage.output > max && out.toolCalls.length === 0) {
+  // The openai flavour keeps the mock's historical behaviour (scripted replies are sent whole).
+  if (flavour !== 'openai' && max !== undefined && out.usage.output > max && out.toolCalls.length === 0) {
     out = cutTo(max, flavour === 'llamacpp' ? 'stop' : 'length');
   }
   if (nCtx === undefined) return out;

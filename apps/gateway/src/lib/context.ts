@@ -44,11 +44,16 @@ export interface SessionContextState {
   estimates: StepEstimateView[];
 }
 
-export async function contextState(deps: AppDeps, session: SessionInfo): Promise<SessionContextState> {
+export async function contextState(
+  deps: AppDeps,
+  session: SessionInfo,
+  /** Also read the step ledger's estimates (GET …/context); the session view does without. */
+  opts: { estimates?: boolean } = {},
+): Promise<SessionContextState> {
   const [input, records, steps] = await Promise.all([
     modelInput(deps, session),
     compactionRecords(deps, session),
-    listSteps(deps.db, session.tenantId, session.id),
+    opts.estimates ? listSteps(deps.db, session.tenantId, session.id) : Promise.resolve([]),
   ]);
   const agent = session.agent;
   const limits = agentLimits(agent);

@@ -23,6 +23,7 @@ export const LOOPLINE_STATUS: Partial<Record<ErrorCode, number>> = {
   ToolInputError: 400,
   UnknownToolError: 400,
   WebhookRefusedError: 400,
+  AttachmentError: 400,
   StaleFenceError: 409,
   ContextOverflowError: 409,
   MaxCompactionReachedError: 409,

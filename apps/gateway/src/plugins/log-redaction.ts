@@ -1,9 +1,9 @@
-import { REDACT_PATHS, REDACTED, redactLogArguments, redactText, redactUrl } from '@loopline/core';
+import { redactLogArguments, redactText, redactUrl } from '@loopline/core';
 import type { FastifyRequest, FastifyServerOptions } from 'fastify';
 import { type LoggerOptions, stdSerializers } from 'pino';
 
 // Every gateway log line goes through these options (buildApp applies them to any logger options
-// it is given): credential headers and fields are replaced by [REDACTED] (pino redact), and every
+// it is given): credential headers and fields are replaced by [REDACTED], and every
 // logged URL (the request line, `url` fields, URLs inside error messages) loses the values of
 // credential query parameters such as `?token=` (core/redact.ts).
 
@@ -34,9 +34,7 @@ export const redactingSerializers = {
   url: (url: unknown) => (typeof url === 'string' ? redactUrl(url) : url),
 };
 
-export const redaction: NonNullable<LoggerOptions['redact']> = { paths: [...REDACT_PATHS], censor: REDACTED };
-
-/** Message strings lose credential query parameters too. */
+/** Secret fields of logged objects and URLs in message strings (core/redact.ts). */
 export const redactionHooks: NonNullable<LoggerOptions['hooks']> = {
   logMethod(args, method) {
     method.apply(this, redactLogArguments(args) as Parameters<typeof method>);
@@ -45,7 +43,7 @@ export const redactionHooks: NonNullable<LoggerOptions['hooks']> = {
 
 /** pino options at `level` with the redaction (server.ts and the boot logger). */
 export function loggerOptions(level: string): LoggerOptions {
-  return { level, redact: redaction, serializers: redactingSerializers, hooks: redactionHooks };
+  return { level, serializers: redactingSerializers, hooks: redactionHooks };
 }
 
 /** Any Fastify logger option with the redaction added (false and instances pass through). */
@@ -54,7 +52,6 @@ export function withRedaction(logger: FastifyServerOptions['logger']): FastifySe
   const base: LoggerOptions = logger === true ? {} : (logger as LoggerOptions);
   return {
     ...base,
-    redact: redaction,
     hooks: redactionHooks,
     serializers: { ...(base.serializers ?? {}), ...redactingSerializers },
   } as unknown as FastifyServerOptions['logger'];

@@ -1,12 +1,17 @@
-import { type AgentInfo, getAgent, listAgents, putAgent } from '@loopline/db';
+import { type AgentInfo, getAgent, getAgentCredential, listAgents, putAgent } from '@loopline/db';
+import { agentCredentialAad, type SecretBox } from '@loopline/egress';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { AppDeps } from '../app.ts';
+import { checkModels, invalid } from '../lib/egress.ts';
 import { notFound } from '../lib/http-error.ts';
 import { checkTools, iso, isValidName } from '../lib/sessions.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import { AgentList, AgentView, NameParam, PutAgentBody, PutNameParam, withErrors } from '../schemas.ts';
 
-// Agents of the authenticated tenant. The body is core's AgentConfig (unknown fields refused);
-// every tool it names must exist for the tenant or be built in (read_output).
+// Agents of the authenticated tenant. The body is core's AgentConfig (unknown fields refused)
+// plus the write-only apiKey of an own endpoint; every tool it names must exist for the tenant or
+// be built in (read_output), and every model must name a provider the operator configured for
+// the tenant, or the tenant's own baseURL with its own key (lib/egress.ts, docs/security.md).
 
 const tags = ['agents'];
 
@@ -17,6 +22,52 @@ const view = (a: AgentInfo) => ({
   createdAt: iso(a.createdAt),
   updatedAt: iso(a.updatedAt),
 });
+
+/**
+ * The sealed credential to store: a new apiKey sealed for (tenant, agent, baseURL), else the
+ * stored one when it is for this same baseURL. Never the deployment's: an own endpoint without
+ * its own key is refused here.
+ */
+async function credentialFor(
+  deps: AppDeps,
+  tenantId: string,
+  name: string,
+  baseURL: string | undefined,
+  apiKey: string | undefined,
+): Promise<string | null> {
+  if (!baseURL) {
+    if (apiKey) throw invalid([{ path: '/apiKey', message: 'apiKey is only used with baseURL' }]);
+    return null;
+  }
+  const box = deps.egress?.secrets;
+  const aad = agentCredentialAad(tenantId, name, baseURL);
+  if (!box)
+    throw invalid([
+      {
+        path: '/baseURL',
+        message: 'this deployment cannot store tenant credentials (LOOPLINE_SECRETS_KEY is not set)',
+      },
+    ]);
+  if (apiKey) return box.seal(apiKey, aad);
+  const stored = await getAgentCredential(deps.db, tenantId, name);
+  if (stored && opens(box, stored, aad)) return stored;
+  throw invalid([
+    {
+      path: '/apiKey',
+      message:
+        "an agent with its own baseURL needs its own apiKey (the deployment's credentials are never sent to it)",
+    },
+  ]);
+}
+
+function opens(box: SecretBox, sealed: string, aad: string): boolean {
+  try {
+    box.open(sealed, aad);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 export const agentRoutes: FastifyPluginAsyncZod = async (app) => {
   const deps = app.deps;
@@ -30,7 +81,9 @@ export const agentRoutes: FastifyPluginAsyncZod = async (app) => {
         description:
           'The body is the whole agent configuration (unknown fields are refused; omitted ones take their ' +
           'defaults). Every tool it names must be defined for the tenant or built in. Existing sessions keep ' +
-          'the configuration they were created with; the version is bumped by every update.',
+          'the configuration they were created with; the version is bumped by every update. `model` names an ' +
+          'operator-configured provider (`<provider>/<id>`), or the agent brings its own `baseURL` and `apiKey` ' +
+          '(write-only: stored encrypted, never returned).',
         params: PutNameParam,
         body: PutAgentBody,
         response: withErrors({ 200: AgentView, 201: AgentView }),
@@ -38,9 +91,12 @@ export const agentRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const tenantId = tenantOf(request).id;
-      const config = request.body;
+      const { apiKey, ...config } = request.body;
+      const name = request.params.name;
+      checkModels(deps, tenantId, config);
       await checkTools(deps, tenantId, config.tools, '/tools');
-      const { agent, created } = await putAgent(deps.db, tenantId, request.params.name, config);
+      const credential = await credentialFor(deps, tenantId, name, config.baseURL, apiKey);
+      const { agent, created } = await putAgent(deps.db, tenantId, name, config, credential);
       request.log.info({ tenantId, agent: agent.name, version: agent.version, created }, 'agent saved');
       return reply.status(created ? 201 : 200).send(view(agent));
     },

@@ -32,7 +32,7 @@ export const contextRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const session = await loadSession(deps, tenantOf(request).id, request.params.id);
-      const state = await contextState(deps, session);
+      const state = await contextState(deps, session, { estimates: true });
       return {
         sessionId: session.id,
         status: session.status,

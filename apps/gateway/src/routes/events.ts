@@ -36,6 +36,7 @@ export interface EventRoutesOptions {
 }
 
 function write(raw: ServerResponse, chunk: string): Promise<void> {
+  if (raw.destroyed) return Promise.resolve(); // gone: the loop sees `closed` next
   if (raw.write(chunk)) return Promise.resolve();
   return new Promise((resolve) => {
     const done = () => {
@@ -174,6 +175,8 @@ export const eventRoutes: FastifyPluginAsyncZod<EventRoutesOptions> = async (app
       open.add(shutdown);
       // The response's 'close' (connection gone); the request's 'close' only means its body was read.
       raw.on('close', close);
+      // The client may have gone while the stream was being set up ('close' already fired).
+      if (raw.destroyed || request.raw.socket?.destroyed) close();
 
       reply.hijack();
       raw.writeHead(200, {

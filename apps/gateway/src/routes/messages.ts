@@ -2,6 +2,7 @@ import { toRequestMessages } from '@loopline/core';
 import { loadHistory, type UserPartInput } from '@loopline/db';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { appendAndWake, appendMessageAndWake, requestHash, withTokens } from '../lib/append.ts';
+import { checkFiles } from '../lib/egress.ts';
 import { notFound } from '../lib/http-error.ts';
 import { refuseOversizedInput } from '../lib/input-fit.ts';
 import { modelInput } from '../lib/model-view.ts';
@@ -50,6 +51,7 @@ export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
       // Ids Loopline never hands out cannot exist: 404 without asking PostgreSQL (as loadSession).
       if (!ID_PATTERN.test(sessionId)) throw notFound('session', sessionId);
       const body = request.body;
+      if (body.files) checkFiles(deps, body.files);
       const parts: UserPartInput[] = [{ type: 'text', text: body.text, tokens: 0 }];
       for (const f of body.files ?? [])
         parts.push({

@@ -1,5 +1,6 @@
 import { createSession, getAgent } from '@loopline/db';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { checkModels } from '../lib/egress.ts';
 import { notFound } from '../lib/http-error.ts';
 import { checkTools, isValidName, loadSession, resolveAgentConfig, sessionView } from '../lib/sessions.ts';
 import { tenantOf } from '../plugins/auth.ts';
@@ -33,6 +34,7 @@ export const sessionRoutes: FastifyPluginAsyncZod = async (app) => {
       const agent = isValidName(agentName) ? await getAgent(deps.db, tenantId, agentName) : undefined;
       if (!agent) throw notFound('agent', agentName);
       const config = resolveAgentConfig(agent.config, overrides);
+      if (overrides) checkModels(deps, tenantId, config, '/overrides');
       if (overrides?.tools) await checkTools(deps, tenantId, config.tools, '/overrides/tools');
       const session = await createSession(deps.db, {
         tenantId,

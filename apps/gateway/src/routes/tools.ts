@@ -1,9 +1,19 @@
-import { getTool, listTools, putTool, type ToolInfo } from '@loopline/db';
+import { getTool, getToolSigningSecret, listTools, putTool, type ToolInfo } from '@loopline/db';
+import { generateWebhookSecret, toolSecretAad } from '@loopline/egress';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { checkWebhook } from '../lib/egress.ts';
 import { notFound } from '../lib/http-error.ts';
 import { iso, isValidName } from '../lib/sessions.ts';
 import { tenantOf } from '../plugins/auth.ts';
-import { NameParam, PutNameParam, PutToolBody, ToolList, ToolView, withErrors } from '../schemas.ts';
+import {
+  NameParam,
+  PutNameParam,
+  PutToolBody,
+  PutToolView,
+  ToolList,
+  ToolView,
+  withErrors,
+} from '../schemas.ts';
 
 // Tools of the authenticated tenant: `webhook` (the worker POSTs to an http(s) URL) or `client`
 // (the session waits for the caller to submit the result).
@@ -29,17 +39,32 @@ export const toolRoutes: FastifyPluginAsyncZod = async (app) => {
         summary: 'Create (201) or update (200) a tool',
         description:
           'A webhook tool: the worker POSTs `{callId, sessionId, tool, input}` to its http(s) URL (private ' +
-          'addresses refused unless allowed) and records the answer. The input schema is a JSON Schema object.',
+          'addresses refused unless the operator allows them; no CR/LF, hop-by-hop or `host` headers) and ' +
+          'records the answer. Every call is signed (Standard Webhooks `webhook-id`, `webhook-timestamp`, ' +
+          '`webhook-signature`); the secret is returned once, as `signingSecret`, when the tool gets it. ' +
+          'The input schema is a JSON Schema object.',
         params: PutNameParam,
         body: PutToolBody,
-        response: withErrors({ 200: ToolView, 201: ToolView }),
+        response: withErrors({ 200: PutToolView, 201: PutToolView }),
       },
     },
     async (request, reply) => {
       const tenantId = tenantOf(request).id;
-      const { tool, created } = await putTool(deps.db, tenantId, request.params.name, request.body);
+      const name = request.params.name;
+      const config = request.body;
+      if (config.kind === 'webhook') checkWebhook(deps, config);
+      // A webhook tool without a signing secret (new, or stored before signing existed) gets one;
+      // it is shown in this response only.
+      const box = deps.egress?.secrets;
+      let secret: string | undefined;
+      if (config.kind === 'webhook' && box && !(await getToolSigningSecret(deps.db, tenantId, name)))
+        secret = generateWebhookSecret();
+      const sealed = secret && box ? box.seal(secret, toolSecretAad(tenantId, name)) : null;
+      const { tool, created, secretStored } = await putTool(deps.db, tenantId, name, config, sealed);
       request.log.info({ tenantId, tool: tool.name, version: tool.version, created }, 'tool saved');
-      return reply.status(created ? 201 : 200).send(view(tool));
+      return reply
+        .status(created ? 201 : 200)
+        .send({ ...view(tool), ...(secret && secretStored ? { signingSecret: secret } : {}) });
     },
   );
 

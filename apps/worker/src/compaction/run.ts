@@ -80,7 +80,10 @@ export async function runCompaction(
     return next;
   }
 
-  const model = { ...summaryModel(ctx.agent), ratio: summaryRatio(ctx) };
+  const model = {
+    ...summaryModel(ctx.agent, { tenantId: ctx.session.tenantId, agentName: ctx.session.agentName }),
+    ratio: summaryRatio(ctx),
+  };
   const job = input.job;
   if (!hasNewContent(range.frozen)) {
     const why = 'nothing new to summarise since the last summary';
@@ -171,19 +174,22 @@ function abortedAfter(history: WithParts[], markerId: string): boolean {
 }
 
 /** compaction.model, else the agent's model (with the agent's limits only when it is the same model). */
-export function summaryModel(agent: {
-  model: string;
-  baseURL?: string | undefined;
-  limits: SummaryModel['limits'];
-  compaction: { model?: string | undefined };
-  server?: ServerFamily | undefined;
-  capabilities?: ModelCapabilities | undefined;
-}): SummaryModel {
+export function summaryModel(
+  agent: {
+    model: string;
+    baseURL?: string | undefined;
+    limits: SummaryModel['limits'];
+    compaction: { model?: string | undefined };
+    server?: ServerFamily | undefined;
+    capabilities?: ModelCapabilities | undefined;
+  },
+  owner: SummaryModel['owner'],
+): SummaryModel {
   const ref = agent.compaction.model ?? agent.model;
   const same = ref === agent.model;
   const limits = same ? agent.limits : agentLimits({ model: ref, server: agent.server });
   const template = capabilitiesFor(same ? agent : { model: ref, server: agent.server });
-  return { ref, baseURL: agent.baseURL, limits, template };
+  return { ref, baseURL: agent.baseURL, limits, template, owner };
 }
 
 /** The summary model's ratio with its margin: the session's own when it is the agent's model. */

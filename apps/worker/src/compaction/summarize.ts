@@ -10,9 +10,10 @@ import {
   type Tokenizer,
   type Usage,
 } from '@loopline/core';
-import { type ClassifiedError, createModel, streamStep } from '@loopline/llm';
+import { type ClassifiedError, streamStep } from '@loopline/llm';
 import type { WorkerDeps } from '../deps.ts';
 import { secondsSince } from '../metrics.ts';
+import { modelFor } from '../model-endpoint.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { StreamRecorder } from '../step/stream-recorder.ts';
 import { ignoreSummaryParts } from './summary-message.ts';
@@ -31,6 +32,8 @@ export interface SummaryModel {
   ref: string;
   baseURL?: string | undefined;
   limits: ModelLimits;
+  /** Whose agent this is: its endpoint and credential (model-endpoint.ts). */
+  owner: { tenantId: string; agentName: string };
   /** What the model's chat template accepts (capabilities): role alternation, a system role. */
   template?: { strictAlternation?: boolean; systemRole?: boolean };
   /**
@@ -60,6 +63,16 @@ export const SUMMARY_ATTEMPTS = 3;
 const MAX_BACKOFF_MS = 5_000;
 
 export async function summarize(deps: WorkerDeps, input: SummarizeInput): Promise<SummaryOutcome> {
+  // Never send a request the window cannot take (no request made): the ladder reads an overflow
+  // and tries its next rung.
+  if (input.model.ratio !== undefined && !summaryFit(deps, input).fits) {
+    return {
+      ok: false,
+      error: { kind: 'overflow', message: 'the summary request would not fit the model window' },
+      partIds: [],
+      requests: 0,
+    };
+  }
   for (let attempt = 1; ; attempt++) {
     const out = await summarizeOnce(deps, input);
     // Only the successful attempt's parts are live; a failed one's were retired in summarizeOnce.
@@ -71,23 +84,18 @@ export async function summarize(deps: WorkerDeps, input: SummarizeInput): Promis
   }
 }
 
+/** The request sized with the ratio and margin: does it fit with its output, and how much output to ask for. */
+function summaryFit(deps: WorkerDeps, input: SummarizeInput) {
+  const size = Math.ceil(requestTokens(deps.tokenizer, input.messages) * (input.model.ratio ?? 1));
+  return fitRequest(size, input.model.limits);
+}
+
 type AttemptOutcome = DistributiveOmit<SummaryOutcome, 'requests'>;
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 async function summarizeOnce(deps: WorkerDeps, input: SummarizeInput): Promise<AttemptOutcome> {
   const { model, signal } = input;
-  // Never send a request the window cannot take: the ladder reads an overflow and tries the next rung.
-  const fit = fitRequest(
-    Math.ceil(requestTokens(deps.tokenizer, input.messages) * (model.ratio ?? 1)),
-    model.limits,
-  );
-  if (model.ratio !== undefined && !fit.fits) {
-    return {
-      ok: false,
-      error: { kind: 'overflow', message: 'the summary request would not fit the model window' },
-      partIds: [],
-    };
-  }
+  const fit = summaryFit(deps, input);
   const recorder = input.persist
     ? new StreamRecorder(input.persist.writer, input.persist.messageId, deps.tokenizer)
     : undefined;
@@ -96,7 +104,7 @@ async function summarizeOnce(deps: WorkerDeps, input: SummarizeInput): Promise<A
   let failure: ClassifiedError | undefined;
   const started = performance.now();
   const events = streamStep({
-    model: createModel(model.ref, { apiKey: deps.llm.apiKey, baseURL: model.baseURL ?? deps.llm.baseURL }),
+    model: await modelFor(deps, model.owner, model, model.ref),
     system: [COMPACTION_SYSTEM_PROMPT],
     messages: input.messages,
     tools: [],

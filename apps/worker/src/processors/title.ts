@@ -6,7 +6,7 @@ import {
   type SessionInfo,
   setSessionTitleIfUnset,
 } from '@loopline/db';
-import { agentLimits, capabilitiesFor, createModel, streamStep, tokenizerFamily } from '@loopline/llm';
+import { agentLimits, capabilitiesFor, streamStep, tokenizerFamily } from '@loopline/llm';
 import { jobIds, PRIORITY, reserveTokens, settleTokens, type TitleJob } from '@loopline/queue';
 import { DelayedError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
@@ -14,6 +14,7 @@ import type { WorkerDeps } from '../deps.ts';
 import { usageTokens } from '../fairness/admission.ts';
 import { fairnessOf } from '../fairness/options.ts';
 import { secondsSince } from '../metrics.ts';
+import { modelFor } from '../model-endpoint.ts';
 
 // The title job: after a session's first turn the loop enqueues it (one job id per session), and
 // it asks a small model (agent.titleModel, else the agent's model) for a short title of the
@@ -103,7 +104,7 @@ export async function processTitle(deps: WorkerDeps, job: Job<TitleJob>, token?:
   let finished = false;
   let failure: { kind: string; message: string } | undefined;
   const events = streamStep({
-    model: createModel(model, { apiKey: deps.llm.apiKey, baseURL: agent.baseURL ?? deps.llm.baseURL }),
+    model: await modelFor(deps, { tenantId, agentName: session.agentName }, agent, model),
     system: [TITLE_SYSTEM_PROMPT],
     messages: [{ role: 'user', content: [{ type: 'text', text }] }],
     tools: [],

@@ -3,6 +3,7 @@ import {
   type ErrorData,
   errorData,
   fitRequest,
+  LooplineError,
   learnRatio,
   maxStepsWrapUp,
   newId,
@@ -27,13 +28,15 @@ import {
   updateMessageInfo,
   updatePartsCte,
 } from '@loopline/db';
-import { createModel, type LlmEvent, streamStep } from '@loopline/llm';
+import { type LlmEvent, streamStep } from '@loopline/llm';
 import { isUserAbort } from '../control/abort.ts';
 import type { WorkerDeps } from '../deps.ts';
 import { secondsSince } from '../metrics.ts';
+import { modelFor } from '../model-endpoint.ts';
 import { type ResolvedAgent, sessionRatio } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { runTools, type ToolResultWrite, writeToolResult } from '../tools/run-tools.ts';
+import { attachmentBytes } from './attachments.ts';
 import { overheadOf, type RequestShape } from './request.ts';
 import { StreamRecorder } from './stream-recorder.ts';
 
@@ -115,10 +118,33 @@ export async function callModel(
 
   const { system, toolConfigs } = input.shape;
   const toolDefs = input.lastStep ? [] : input.shape.tools;
+  // Attachments and the model endpoint first: a refused download or an unusable endpoint ends the
+  // step with a permanent error on this message (no retries), before any model call.
+  let fileData: Map<string, Uint8Array>;
+  let model: Awaited<ReturnType<typeof modelFor>>;
+  try {
+    fileData = await attachmentBytes(deps, writer.ctx, history, input.signal);
+    model = await modelFor(deps, { tenantId, agentName: session.agentName }, agent, agent.model);
+  } catch (err) {
+    if (input.signal.aborted || !(err instanceof LooplineError)) throw err;
+    const error = err.toData();
+    await writer.write(async (trx, emit) => {
+      const info: AssistantMessage = {
+        ...assistant,
+        error,
+        time: { ...assistant.time, completed: Date.now() },
+      };
+      await updateMessageInfo(trx, tenantId, info);
+      await finishStep(trx, tenantId, stepId, { outcome: 'terminal', error });
+      emit({ type: 'message.updated', message: info });
+    });
+    return { type: 'failed', error };
+  }
   // The pair invariant is checked (and a broken pair repaired) before anything is sent.
   const { messages, problems } = toRequestMessages(history, {
     steer: agent.midRunMessages === 'steer',
     resendsReasoning: agent.resendsReasoning,
+    fileData,
   });
   if (problems.length > 0) {
     deps.logger.warn(
@@ -135,7 +161,7 @@ export async function callModel(
   await deps.racepoint?.('model:before-stream');
   const modelStarted = performance.now();
   const events = streamStep({
-    model: createModel(agent.model, { apiKey: deps.llm.apiKey, baseURL: agent.baseURL ?? deps.llm.baseURL }),
+    model,
     system,
     messages,
     tools: toolDefs,
@@ -244,7 +270,17 @@ export async function callModel(
   const providerInput = finish.usage.input + finish.usage.cache.read + finish.usage.cache.write;
   // No usage reported (a server that sends none in the stream): nothing is learned, the ratio and
   // its margin stay as they are, and the next estimate is unanchored (findAnchor skips zeros).
-  const learned = learnRatio(sessionRatio(session, agent), providerInput, sentTokens);
+  const known = sessionRatio(session, agent);
+  // A report far below what was sent (a server that silently cut the start of the prompt, as
+  // Ollama does past num_ctx) must not teach the ratio: it would make every later estimate short.
+  const cut = known.weight > 0 && providerInput > 0 && providerInput < 0.6 * sentTokens * known.ratio;
+  if (cut) {
+    deps.logger.warn(
+      { tenantId, sessionId, reported: providerInput, estimate: input.estimate.tokens, ratio: known.ratio },
+      'the model server reported a much smaller prompt than was sent: it may have cut the prompt',
+    );
+  }
+  const learned = cut ? known : learnRatio(known, providerInput, sentTokens);
   // The finish: the fence check writes the session's progress; then the parts not written yet
   // (a step without tools), the last tool result, the step-finish part, the message, the ledger.
   const info: AssistantMessage = {

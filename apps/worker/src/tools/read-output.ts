@@ -3,8 +3,8 @@ import { readToolOutput } from '@loopline/db';
 import type { WorkerDeps } from '../deps.ts';
 import type { ToolResult } from './webhook.ts';
 
-// The built-in read_output tool: every agent has it, so a model that got a truncated tool
-// output can page through or search the full text stored in PostgreSQL.
+// The built-in read_output tool: offered whenever the model view holds a truncated tool output,
+// so the model can page through or search the full text stored in PostgreSQL.
 
 /** The definition lives in core, so the gateway's request overhead counts the same tool. */
 export { READ_OUTPUT_TOOL };

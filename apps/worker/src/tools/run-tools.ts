@@ -118,9 +118,9 @@ async function runOne(
       if (tool.kind !== 'webhook')
         throw new LooplineError('ToolError', `Tool "${call.tool}" is not a webhook tool`);
       result = await callWebhook(
+        deps,
         tool,
         { callId: call.callId, sessionId, tenantId, name: call.tool, input },
-        deps.webhookPolicy,
         signal,
       );
     }

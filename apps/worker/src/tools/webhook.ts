@@ -1,8 +1,14 @@
+import { randomUUID } from 'node:crypto';
 import { LooplineError, type ToolConfig } from '@loopline/core';
-import { type AddressPolicy, assertWebhookAllowed } from './address-policy.ts';
+import { getToolSigningSecret } from '@loopline/db';
+import { checkHeaders, EgressRefusedError, signWebhook, toolSecretAad } from '@loopline/egress';
+import type { WorkerDeps } from '../deps.ts';
+import { egressOf } from '../egress.ts';
 
-// Runs a webhook tool: POST {callId, sessionId, tool, input} to the tool's URL.
-// The response body is the output: JSON {output, title?, metadata?} or plain text.
+// Runs a webhook tool: POST {callId, sessionId, tool, input} to the tool's URL through the
+// webhook egress gate (address checked at connect, redirects refused, answer read with a byte and
+// time cap), signed with the tool's secret (Standard Webhooks headers, docs/security.md). The
+// response body is the output: JSON {output, title?, metadata?} or plain text.
 
 export interface ToolResult {
   output: string;
@@ -11,37 +17,53 @@ export interface ToolResult {
 }
 
 export async function callWebhook(
+  deps: Pick<WorkerDeps, 'db' | 'egress' | 'secrets' | 'logger'>,
   tool: Extract<ToolConfig, { kind: 'webhook' }>,
   call: { callId: string; sessionId: string; tenantId: string; name: string; input: Record<string, unknown> },
-  policy: AddressPolicy,
   signal: AbortSignal,
 ): Promise<ToolResult> {
-  await assertWebhookAllowed(tool.url, policy);
-  const timeout = AbortSignal.timeout(tool.timeoutMs);
-  let res: Response;
+  const egress = egressOf(deps);
+  const body = JSON.stringify({
+    callId: call.callId,
+    sessionId: call.sessionId,
+    tool: call.name,
+    input: call.input,
+  });
+  const secret = await signingSecret(deps, call.tenantId, call.name);
+  const maxBytes = Math.min(tool.maxResponseBytes ?? egress.webhookMaxBytes, egress.webhookMaxBytes);
+  let res: Awaited<ReturnType<typeof egress.gates.webhook.request>>;
   try {
-    res = await fetch(tool.url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': call.callId, ...tool.headers },
-      body: JSON.stringify({
-        callId: call.callId,
-        sessionId: call.sessionId,
-        tool: call.name,
-        input: call.input,
-      }),
-      signal: AbortSignal.any([signal, timeout]),
-      redirect: 'error',
-    });
+    // The same header rules PUT /v1/tools applied (a tool stored before them is refused here).
+    checkHeaders('webhook', tool.headers);
+    res = await egress.gates.webhook.request(
+      tool.url,
+      {
+        method: 'POST',
+        headers: {
+          ...tool.headers,
+          'content-type': 'application/json',
+          'idempotency-key': call.callId,
+          ...(secret ? signWebhook(secret, `msg_${randomUUID()}`, body) : {}),
+        },
+        body,
+        signal,
+      },
+      { maxBytes, timeoutMs: tool.timeoutMs },
+    );
   } catch (err) {
-    if (timeout.aborted) throw new LooplineError('ToolError', `webhook timed out after ${tool.timeoutMs} ms`);
+    if (err instanceof EgressRefusedError) {
+      if (err.reason === 'private-address' || err.reason === 'metadata-address' || err.reason === 'scheme')
+        throw new LooplineError('WebhookRefusedError', err.message);
+      throw new LooplineError('ToolError', err.message);
+    }
     throw err;
   }
-  const body = await res.text();
-  if (!res.ok)
-    throw new LooplineError('ToolError', `webhook answered HTTP ${res.status}: ${body.slice(0, 500)}`);
-  if ((res.headers.get('content-type') ?? '').includes('application/json')) {
+  const text = res.body.toString('utf8');
+  if (res.status < 200 || res.status >= 300)
+    throw new LooplineError('ToolError', `webhook answered HTTP ${res.status}: ${text.slice(0, 500)}`);
+  if ((res.headers['content-type'] ?? '').includes('application/json')) {
     try {
-      const json = JSON.parse(body) as { output?: unknown; title?: unknown; metadata?: unknown };
+      const json = JSON.parse(text) as { output?: unknown; title?: unknown; metadata?: unknown };
       if (json && typeof json === 'object' && 'output' in json) {
         return {
           output: typeof json.output === 'string' ? json.output : JSON.stringify(json.output),
@@ -56,5 +78,25 @@ export async function callWebhook(
       // not JSON after all: use the text
     }
   }
-  return { output: body };
+  return { output: text };
+}
+
+/** The tool's signing secret, opened; undefined (unsigned call) when none is stored or no key is set. */
+async function signingSecret(
+  deps: Pick<WorkerDeps, 'db' | 'secrets' | 'logger'>,
+  tenantId: string,
+  name: string,
+): Promise<string | undefined> {
+  if (!deps.secrets) return undefined;
+  const sealed = await getToolSigningSecret(deps.db, tenantId, name);
+  if (!sealed) return undefined;
+  try {
+    return deps.secrets.open(sealed, toolSecretAad(tenantId, name));
+  } catch {
+    // A rotated LOOPLINE_SECRETS_KEY: refuse rather than send an unsigned call the server rejects.
+    throw new LooplineError(
+      'ConfigError',
+      `the signing secret of tool "${name}" cannot be opened with LOOPLINE_SECRETS_KEY`,
+    );
+  }
 }

@@ -15,6 +15,16 @@ export const ToolConfig = z.discriminatedUnion('kind', [
     url: z.url(),
     timeoutMs: z.number().int().positive().max(600_000).default(30_000),
     headers: z.record(z.string(), z.string()).default({}),
+    /**
+     * Largest answer read; past it the call fails and the connection is dropped. Absent: the
+     * worker's ceiling (LOOPLINE_WEBHOOK_MAX_BYTES, 4 MiB), which also caps this value.
+     */
+    maxResponseBytes: z
+      .number()
+      .int()
+      .positive()
+      .max(64 * 1024 * 1024)
+      .optional(),
   }),
   z.object({
     kind: z.literal('client'),
@@ -34,7 +44,8 @@ export type ToolConfigInput = z.input<typeof ToolConfig>;
 
 /**
  * Built-in tool names: no PUT /v1/tools needed, and a tenant tool of the same name is ignored.
- * `read_output` is given to every agent; `task` (start a subagent, session/task.ts) only to agents
+ * `read_output` is offered when the model view holds a truncated output (or the agent lists it;
+ * never to a model without tools); `task` (start a subagent, session/task.ts) only to agents
  * that list it in `tools`.
  */
 export const BUILTIN_TOOLS = ['read_output', 'task'] as const;

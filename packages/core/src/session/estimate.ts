@@ -78,14 +78,18 @@ export interface PromptEstimate {
  */
 export const MESSAGE_FRAMING_TOKENS = 4;
 
-/** tiktoken tokens of a whole request: overhead (system, tools), the messages and their framing. */
+/**
+ * tiktoken tokens of a whole request: overhead (system, tools), the messages and their framing,
+ * the system message's framing and the reply's opening marker.
+ */
 export function requestTiktokens(
   messages: WithParts[],
   overhead: number,
   resendsReasoning: boolean,
   framing = MESSAGE_FRAMING_TOKENS,
 ): number {
-  let sum = overhead;
+  // The system message's framing and the reply's opening marker come with every request.
+  let sum = overhead + 2 * framing;
   for (const m of messages) sum += tokensOf(m, resendsReasoning, framing);
   return sum;
 }

@@ -7,10 +7,13 @@ export interface ModelTextPart {
   text: string;
 }
 
-/** A file by URL (http(s) or data:); the SDK downloads or inlines it per provider. */
+/**
+ * A file: its bytes (what the worker fetched through the egress gate), or a data: URL the SDK
+ * decodes locally. Never an http(s) URL when bytes were supplied: the SDK must not fetch.
+ */
 export interface ModelFilePart {
   type: 'file';
-  data: string;
+  data: string | Uint8Array;
   mediaType: string;
   filename?: string;
 }

@@ -103,7 +103,7 @@ function search(lines: string[], width: number, offset: number, opts: ReadOutput
 }
 
 /**
- * The definition the model is given for `read_output` (every agent has it). The worker sends it;
+ * The definition the model is given for `read_output` (offered when there is a truncated output to read: task.ts hasReadableOutput). The worker sends it;
  * the gateway counts it in the request overhead, so both measure the same request.
  */
 export const READ_OUTPUT_TOOL = {

@@ -34,6 +34,11 @@ export interface ToModelOptions {
   toolOutputCap?: number;
   /** Send reasoning back (DeepSeek style); OpenAI models must not be sent it. */
   resendsReasoning?: boolean;
+  /**
+   * Bytes of http(s) attachments by part id (fetched by the worker). When given, an http(s) file
+   * part without bytes is named, never sent as a URL, so nothing downstream fetches it.
+   */
+  fileData?: ReadonlyMap<string, Uint8Array>;
 }
 
 /** `messages` in model-view order (filterCompacted output) → ModelMessages. */
@@ -62,14 +67,18 @@ function userMessage(msg: WithParts, opts: ToModelOptions): UserModelMessage | u
         // Only the user's own words are wrapped; text Loopline wrote is already addressed to the model.
         content.push({ type: 'text', text: wrap && !part.synthetic ? steerText(part.text) : part.text });
         break;
-      case 'file':
-        if (opts.stripMedia) content.push({ type: 'text', text: attachedFileText(part.mime, part.filename) });
+      case 'file': {
+        const bytes = opts.fileData?.get(part.id);
+        const remote = /^https?:/i.test(part.url);
+        if (opts.stripMedia || (opts.fileData && remote && !bytes))
+          content.push({ type: 'text', text: attachedFileText(part.mime, part.filename) });
         else {
-          const file: ModelFilePart = { type: 'file', data: part.url, mediaType: part.mime };
+          const file: ModelFilePart = { type: 'file', data: bytes ?? part.url, mediaType: part.mime };
           if (part.filename !== undefined) file.filename = part.filename;
           content.push(file);
         }
         break;
+      }
       case 'compaction':
         // A compaction that was a no-op asked nothing: its marker is not a question to the model.
         if (!part.noop) content.push({ type: 'text', text: COMPACTION_QUESTION });

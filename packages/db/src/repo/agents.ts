@@ -5,26 +5,36 @@ import { toJson } from '../tables/columns.ts';
 import { type AgentInfo, toAgent } from './mappers.ts';
 
 // Agents: named, versioned configurations of a tenant. The caller validates the config with
-// core's AgentConfig; a put with an unchanged config is a no-op (the version stays).
+// core's AgentConfig; a put with an unchanged config and credential is a no-op (the version
+// stays). The sealed credential lives in its own column: AgentInfo (what GET returns) never
+// carries it.
 
 export async function putAgent(
   db: Db,
   tenantId: string,
   name: string,
   config: AgentConfig,
+  /** The sealed model credential for config.baseURL (null: none). */
+  credential: string | null = null,
 ): Promise<{ agent: AgentInfo; created: boolean }> {
   const row = await db
     .insertInto('agents')
-    .values({ tenant_id: tenantId, name, config: toJson(config) })
+    .values({ tenant_id: tenantId, name, config: toJson(config), credential })
     .onConflict((oc) =>
       oc
         .columns(['tenant_id', 'name'])
         .doUpdateSet((eb) => ({
           config: eb.ref('excluded.config'),
+          credential: eb.ref('excluded.credential'),
           version: eb('agents.version', '+', 1),
           updated_at: sql<Date>`now()`,
         }))
-        .whereRef('agents.config', 'is distinct from', 'excluded.config'),
+        .where((eb) =>
+          eb.or([
+            eb('agents.config', 'is distinct from', eb.ref('excluded.config')),
+            eb('agents.credential', 'is distinct from', eb.ref('excluded.credential')),
+          ]),
+        ),
     )
     .returningAll()
     .executeTakeFirst();
@@ -52,4 +62,19 @@ export async function listAgents(db: Db, tenantId: string): Promise<AgentInfo[]>
     .orderBy('name')
     .execute();
   return rows.map(toAgent);
+}
+
+/** The sealed model credential of an agent (undefined: no such agent; null: none stored). */
+export async function getAgentCredential(
+  db: Db,
+  tenantId: string,
+  name: string,
+): Promise<string | null | undefined> {
+  const row = await db
+    .selectFrom('agents')
+    .select('credential')
+    .where('tenant_id', '=', tenantId)
+    .where('name', '=', name)
+    .executeTakeFirst();
+  return row ? row.credential : undefined;
 }

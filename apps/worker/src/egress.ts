@@ -1,0 +1,65 @@
+import {
+  createEgressGate,
+  DENY_PRIVATE,
+  type EgressGate,
+  type EgressPolicies,
+  type EgressPurpose,
+  type Resolve,
+} from '@loopline/egress';
+
+// The worker's egress gates (packages/egress): one per purpose, made once per process (each
+// holds its own connection pool), with the byte and time caps the operator set.
+
+/** Hard ceiling of a webhook answer, whatever the tool asks (LOOPLINE_WEBHOOK_MAX_BYTES). */
+export const WEBHOOK_MAX_BYTES = 4 * 1024 * 1024;
+/** Per attachment (LOOPLINE_ATTACHMENT_MAX_BYTES). */
+export const ATTACHMENT_MAX_BYTES = 10 * 1024 * 1024;
+export const ATTACHMENT_TIMEOUT_MS = 30_000;
+
+export interface WorkerEgress {
+  gates: Record<EgressPurpose, EgressGate>;
+  webhookMaxBytes: number;
+  attachmentMaxBytes: number;
+  attachmentTimeoutMs: number;
+}
+
+export function workerEgress(
+  policies: Partial<EgressPolicies> = {},
+  opts: {
+    resolve?: Resolve;
+    webhookMaxBytes?: number;
+    attachmentMaxBytes?: number;
+    attachmentTimeoutMs?: number;
+  } = {},
+): WorkerEgress {
+  const gate = (purpose: EgressPurpose) =>
+    createEgressGate({
+      purpose,
+      policy: policies[purpose] ?? DENY_PRIVATE,
+      ...(opts.resolve ? { resolve: opts.resolve } : {}),
+    });
+  return {
+    gates: { webhook: gate('webhook'), attachment: gate('attachment'), model: gate('model') },
+    webhookMaxBytes: opts.webhookMaxBytes ?? WEBHOOK_MAX_BYTES,
+    attachmentMaxBytes: opts.attachmentMaxBytes ?? ATTACHMENT_MAX_BYTES,
+    attachmentTimeoutMs: opts.attachmentTimeoutMs ?? ATTACHMENT_TIMEOUT_MS,
+  };
+}
+
+const defaults = new WeakMap<object, WorkerEgress>();
+
+/** The deps' gates; deps without any get gates that refuse every private address (made once). */
+export function egressOf(deps: { egress?: WorkerEgress | undefined }): WorkerEgress {
+  if (deps.egress) return deps.egress;
+  let egress = defaults.get(deps);
+  if (!egress) {
+    egress = workerEgress();
+    defaults.set(deps, egress);
+  }
+  return egress;
+}
+
+/** Closes every gate's connections (shutdown). */
+export async function closeEgress(egress: WorkerEgress): Promise<void> {
+  await Promise.all(Object.values(egress.gates).map((g) => g.close()));
+}

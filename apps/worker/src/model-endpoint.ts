@@ -1,0 +1,84 @@
+import { LooplineError } from '@loopline/core';
+import { getAgentCredential } from '@loopline/db';
+import { agentCredentialAad } from '@loopline/egress';
+import { builtinProviders, createModel, type Provider, parseModelRef } from '@loopline/llm';
+import type { LanguageModel } from 'ai';
+import type { WorkerDeps } from './deps.ts';
+import { egressOf } from './egress.ts';
+
+// The model of a call (step, title, compaction summary): where it goes and with which key.
+// - An agent without `baseURL`: its model names an operator provider (`<provider>/<id>`); the
+//   provider's own URL and key are used, nothing of the tenant's.
+// - An agent with `baseURL` (the tenant's own endpoint): the tenant's own key, stored sealed on
+//   the agent row, and every request goes through the model egress gate. The deployment's keys
+//   are never sent there (docs/security.md).
+
+type Deps = Pick<WorkerDeps, 'db' | 'llm' | 'egress' | 'secrets'>;
+
+const registries = new WeakMap<object, Map<string, Provider>>();
+
+/** The operator's providers of these deps (built-ins, then llm.providers), made once. */
+export function providersOf(deps: Pick<WorkerDeps, 'llm'>): Map<string, Provider> {
+  let map = registries.get(deps.llm);
+  if (!map) {
+    map = new Map();
+    for (const p of [...builtinProviders(deps.llm), ...(deps.llm.providers ?? [])]) map.set(p.name, p);
+    registries.set(deps.llm, map);
+  }
+  return map;
+}
+
+export async function modelFor(
+  deps: Deps,
+  ctx: { tenantId: string; agentName: string },
+  agent: { baseURL?: string | undefined },
+  modelRef: string,
+): Promise<LanguageModel> {
+  if (agent.baseURL) {
+    const apiKey = await tenantCredential(deps, ctx, agent.baseURL);
+    return createModel(modelRef, {
+      apiKey,
+      baseURL: agent.baseURL,
+      api: 'chat',
+      fetch: egressOf(deps).gates.model.fetch,
+    });
+  }
+  const { provider: name } = parseModelRef(modelRef);
+  const provider = providersOf(deps).get(name);
+  if (!provider)
+    throw new LooplineError('ConfigError', `model "${modelRef}": this deployment has no provider "${name}"`);
+  if (provider.tenants && !provider.tenants.includes(ctx.tenantId))
+    throw new LooplineError('ConfigError', `model "${modelRef}": this tenant may not use provider "${name}"`);
+  return createModel(modelRef, {
+    apiKey: provider.apiKey,
+    baseURL: provider.baseURL,
+    api: provider.api,
+    ...(provider.headers ? { headers: provider.headers } : {}),
+  });
+}
+
+async function tenantCredential(
+  deps: Deps,
+  ctx: { tenantId: string; agentName: string },
+  baseURL: string,
+): Promise<string> {
+  const sealed = await getAgentCredential(deps.db, ctx.tenantId, ctx.agentName);
+  if (!sealed)
+    throw new LooplineError(
+      'ConfigError',
+      `agent "${ctx.agentName}" has its own model endpoint (baseURL) but no apiKey stored; PUT the agent again with its apiKey`,
+    );
+  if (!deps.secrets)
+    throw new LooplineError(
+      'ConfigError',
+      'LOOPLINE_SECRETS_KEY is not set: tenant model credentials cannot be opened',
+    );
+  try {
+    return deps.secrets.open(sealed, agentCredentialAad(ctx.tenantId, ctx.agentName, baseURL));
+  } catch {
+    throw new LooplineError(
+      'ConfigError',
+      `agent "${ctx.agentName}": the stored apiKey is not for this baseURL (or LOOPLINE_SECRETS_KEY changed); PUT the agent again with its apiKey`,
+    );
+  }
+}

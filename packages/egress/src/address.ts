@@ -1,0 +1,53 @@
+import ipaddr from 'ipaddr.js';
+
+// Address classification for the egress gate: which IP addresses a tenant-influenced request may
+// connect to. Parsed by ipaddr.js (every textual form Node or a resolver can hand over: dotted,
+// IPv4-mapped/compatible IPv6, NAT64, 6to4, Teredo), never by string matching. Only global
+// unicast is public; everything else is private, and cloud metadata endpoints are their own class
+// because no allow-list opens them.
+
+export type AddressClass = 'public' | 'private' | 'metadata' | 'invalid';
+
+/** Instance metadata services (AWS, GCP, Azure, OpenStack on IPv4; AWS Nitro on IPv6). */
+const METADATA = ['169.254.169.254', '169.254.170.2', '100.100.100.200', 'fd00:ec2::254'];
+const metadata = new Set(METADATA.map((a) => ipaddr.parse(a).toNormalizedString()));
+
+/** IPv6 prefixes that carry an IPv4 address inside: the embedded address decides. */
+function embeddedIPv4(v6: ipaddr.IPv6): ipaddr.IPv4 | undefined {
+  const range = v6.range();
+  const b = v6.toByteArray();
+  if (range === 'ipv4Mapped' || range === 'rfc6145' || range === 'rfc6052')
+    return new ipaddr.IPv4(b.slice(12, 16));
+  if (range === '6to4') return new ipaddr.IPv4(b.slice(2, 6));
+  // Teredo: the client address is the last 32 bits, inverted.
+  if (range === 'teredo') return new ipaddr.IPv4(b.slice(12, 16).map((x) => x ^ 0xff));
+  // IPv4-compatible (deprecated ::a.b.c.d): the first 96 bits are zero.
+  if (b.slice(0, 12).every((x) => x === 0) && !(range === 'unspecified' || range === 'loopback'))
+    return new ipaddr.IPv4(b.slice(12, 16));
+  return undefined;
+}
+
+function classifyParsed(addr: ipaddr.IPv4 | ipaddr.IPv6): AddressClass {
+  if (metadata.has(addr.toNormalizedString())) return 'metadata';
+  if (addr.kind() === 'ipv6') {
+    const inner = embeddedIPv4(addr as ipaddr.IPv6);
+    if (inner) return classifyParsed(inner);
+  }
+  return addr.range() === 'unicast' ? 'public' : 'private';
+}
+
+/**
+ * The class of one IP address in any textual form (brackets allowed). Not an IP → 'invalid'.
+ * Private covers loopback, RFC 1918, CGNAT 100.64/10, link-local, unique-local, multicast,
+ * broadcast, 0.0.0.0/8, reserved and documentation ranges.
+ */
+export function classifyAddress(ip: string): AddressClass {
+  const text = ip.replace(/^\[|\]$/g, '').replace(/%.*$/, '');
+  if (!ipaddr.isValid(text)) return 'invalid';
+  return classifyParsed(ipaddr.parse(text));
+}
+
+/** True for an IP literal (any form ipaddr.js accepts, brackets allowed). */
+export function isIpLiteral(host: string): boolean {
+  return ipaddr.isValid(host.replace(/^\[|\]$/g, '').replace(/%.*$/, ''));
+}

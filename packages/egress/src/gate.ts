@@ -1,0 +1,236 @@
+import type { LookupAddress } from 'node:dns';
+import { lookup as dnsLookup } from 'node:dns';
+import { Agent, buildConnector, fetch as undiciFetch, request as undiciRequest } from 'undici';
+import { classifyAddress } from './address.ts';
+import { checkUrl } from './door.ts';
+import { EgressRefusedError, refusalMessage } from './errors.ts';
+import { type EgressPolicy, type EgressPurpose, hostAllowed, normaliseHost } from './policy.ts';
+
+// The egress gate: one undici dispatcher per purpose whose connector checks the address it is
+// about to connect to, after DNS, on every new connection. A name is resolved once, inside the
+// connect (the custom lookup), and the socket connects to exactly the addresses that were
+// checked, so a resolver answering a public address first and a private one later (DNS
+// rebinding) gains nothing. IP literals never reach a lookup, so they are checked before the
+// connect, and every socket's remote address is checked again once connected. Redirects are
+// never followed; bodies are read with a byte cap and a total-time cap, and the connection is
+// dropped at either (docs/security.md).
+
+/** A resolver: every address of a name. Tests pass a stub; the default is the system's. */
+export type Resolve = (hostname: string) => Promise<LookupAddress[]>;
+
+export interface GateOptions {
+  purpose: EgressPurpose;
+  policy: EgressPolicy;
+  resolve?: Resolve;
+  /** TCP/TLS connect timeout (default 10 s). */
+  connectTimeoutMs?: number;
+  /**
+   * Byte cap of one response read through `fetch` (the SDK path: a tenant model endpoint's
+   * stream); past it the body errors and the connection is dropped. Default 32 MiB.
+   */
+  fetchMaxBytes?: number;
+}
+
+export const DEFAULT_FETCH_MAX_BYTES = 32 * 1024 * 1024;
+
+export interface Limits {
+  /** Bytes of response body read at most; past it the connection is dropped and the call fails. */
+  maxBytes: number;
+  /** Total time for connect, headers and body. */
+  timeoutMs: number;
+}
+
+export interface GateResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+export interface RequestInit {
+  method?: 'GET' | 'POST';
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+  signal?: AbortSignal;
+}
+
+export interface EgressGate {
+  readonly purpose: EgressPurpose;
+  readonly policy: EgressPolicy;
+  readonly dispatcher: Agent;
+  /** A `fetch` for SDKs (the AI SDK's `fetch` option): same checks, redirects are errors. */
+  readonly fetch: typeof globalThis.fetch;
+  /** One request with a bounded body. Refusals and caps throw EgressRefusedError. */
+  request(url: string, init: RequestInit, limits: Limits): Promise<GateResponse>;
+  close(): Promise<void>;
+}
+
+const systemResolve: Resolve = (hostname) =>
+  new Promise((resolve, reject) =>
+    dnsLookup(hostname, { all: true, order: 'verbatim' }, (err, addresses) =>
+      err ? reject(err) : resolve(addresses),
+    ),
+  );
+
+export function createEgressGate(opts: GateOptions): EgressGate {
+  const { purpose, policy } = opts;
+  const resolve = opts.resolve ?? systemResolve;
+
+  /** Why `address` may not be used for `host`, or undefined when it may. */
+  const refusalFor = (host: string, address: string): EgressRefusedError | undefined => {
+    const klass = classifyAddress(address);
+    if (klass === 'public') return undefined;
+    if (klass === 'metadata')
+      return new EgressRefusedError(purpose, 'metadata-address', refusalMessage(purpose, host, 'metadata'));
+    if (policy.allowPrivate || hostAllowed(policy, host)) return undefined;
+    return new EgressRefusedError(purpose, 'private-address', refusalMessage(purpose, host, 'private'));
+  };
+
+  // net.connect's lookup: resolve once, refuse the name if any answer is refused, and hand the
+  // checked addresses to the connect (which tries exactly these).
+  const guardedLookup = (
+    hostname: string,
+    options: { all?: boolean },
+    callback: (err: Error | null, address: string | LookupAddress[], family?: number) => void,
+  ) => {
+    resolve(hostname).then(
+      (addresses) => {
+        if (addresses.length === 0)
+          return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '');
+        for (const a of addresses) {
+          const refused = refusalFor(normaliseHost(hostname), a.address);
+          if (refused) return callback(refused, '');
+        }
+        if (options.all) callback(null, addresses);
+        else callback(null, addresses[0]!.address, addresses[0]!.family);
+      },
+      (err: Error) => callback(err, ''),
+    );
+  };
+
+  const base = buildConnector({
+    lookup: guardedLookup as never,
+    timeout: opts.connectTimeoutMs ?? 10_000,
+  });
+
+  const connector: buildConnector.connector = (options, callback) => {
+    const host = normaliseHost(options.hostname);
+    // IP literals skip the lookup: check them here, before any packet is sent.
+    if (classifyAddress(host) !== 'invalid') {
+      const refused = refusalFor(host, host);
+      if (refused) return callback(refused, null);
+    }
+    base(options, (err, socket) => {
+      if (err || !socket) return callback(err ?? new Error('connect failed'), null);
+      // Belt and braces: the address the socket is actually connected to.
+      const refused = socket.remoteAddress ? refusalFor(host, socket.remoteAddress) : undefined;
+      if (refused) {
+        socket.destroy();
+        return callback(refused, null);
+      }
+      callback(null, socket);
+    });
+  };
+
+  const dispatcher = new Agent({ connect: connector });
+
+  const gatedFetch = (async (input: string | URL | Request, init?: globalThis.RequestInit) => {
+    const url = typeof input === 'string' || input instanceof URL ? input : input.url;
+    checkUrl(url, purpose, policy);
+    const res = (await undiciFetch(
+      url as string,
+      {
+        ...(init as object),
+        redirect: 'error',
+        dispatcher,
+      } as never,
+    )) as unknown as Response;
+    if (!res.body) return res;
+    // Count as the SDK reads: past the cap the body errors and the connection is dropped.
+    const maxBytes = opts.fetchMaxBytes ?? DEFAULT_FETCH_MAX_BYTES;
+    let size = 0;
+    const reader = res.body.getReader();
+    const capped = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const { done, value } = await reader.read();
+        if (done) return controller.close();
+        size += value.byteLength;
+        if (size > maxBytes) {
+          const err = tooLarge(purpose, maxBytes);
+          await reader.cancel(err).catch(() => undefined);
+          return controller.error(err);
+        }
+        controller.enqueue(value);
+      },
+      cancel: (reason) => reader.cancel(reason),
+    });
+    return new Response(capped, { status: res.status, statusText: res.statusText, headers: res.headers });
+  }) as typeof globalThis.fetch;
+
+  const request = async (url: string, init: RequestInit, limits: Limits): Promise<GateResponse> => {
+    checkUrl(url, purpose, policy);
+    const timeout = AbortSignal.timeout(limits.timeoutMs);
+    const signal = init.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
+    try {
+      const res = await undiciRequest(url, {
+        dispatcher,
+        method: init.method ?? 'GET',
+        ...(init.headers ? { headers: init.headers } : {}),
+        ...(init.body !== undefined ? { body: init.body } : {}),
+        signal,
+      });
+      const headers: Record<string, string> = {};
+      for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers[k] = String(v);
+      if (res.statusCode >= 300 && res.statusCode < 400) {
+        res.body.destroy();
+        throw new EgressRefusedError(
+          purpose,
+          'redirect',
+          `${purpose} answered a redirect (HTTP ${res.statusCode}); redirects are not followed`,
+        );
+      }
+      const declared = Number(headers['content-length']);
+      if (Number.isFinite(declared) && declared > limits.maxBytes) {
+        res.body.destroy();
+        throw tooLarge(purpose, limits.maxBytes);
+      }
+      // Stream with a running count: memory holds at most maxBytes, whatever the server sends.
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of res.body) {
+        size += (chunk as Buffer).length;
+        if (size > limits.maxBytes) {
+          res.body.destroy();
+          throw tooLarge(purpose, limits.maxBytes);
+        }
+        chunks.push(chunk as Buffer);
+      }
+      return { status: res.statusCode, headers, body: Buffer.concat(chunks, size) };
+    } catch (err) {
+      if (err instanceof EgressRefusedError) throw err;
+      if (timeout.aborted && !init.signal?.aborted)
+        throw new EgressRefusedError(
+          purpose,
+          'timeout',
+          `${purpose} request timed out after ${limits.timeoutMs} ms`,
+        );
+      throw err;
+    }
+  };
+
+  return {
+    purpose,
+    policy,
+    dispatcher,
+    fetch: gatedFetch,
+    request,
+    close: () => dispatcher.close(),
+  };
+}
+
+function tooLarge(purpose: EgressPurpose, maxBytes: number): EgressRefusedError {
+  return new EgressRefusedError(
+    purpose,
+    'too-large',
+    `${purpose} response is larger than ${maxBytes} bytes; the connection was closed`,
+  );
+}

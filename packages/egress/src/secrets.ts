@@ -1,0 +1,59 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+
+// Secrets at rest (tenant model credentials, webhook signing secrets): AES-256-GCM with a
+// 32-byte key from LOOPLINE_SECRETS_KEY. Each value gets a random 96-bit IV; the associated data
+// binds a ciphertext to what it belongs to (e.g. the endpoint URL a credential is for), so a
+// sealed value copied to another row or URL does not open.
+
+export interface SecretBox {
+  seal(plaintext: string, aad: string): string;
+  /** Throws when the value was not sealed with this key and associated data. */
+  open(sealed: string, aad: string): string;
+}
+
+const VERSION = 'v1';
+
+export function secretBoxFromKey(key: Buffer): SecretBox {
+  if (key.length !== 32)
+    throw new Error('LOOPLINE_SECRETS_KEY must be 32 bytes (64 hex or 44 base64 characters)');
+  return {
+    seal: (plaintext, aad) => sealSecret(key, plaintext, aad),
+    open: (sealed, aad) => openSecret(key, sealed, aad),
+  };
+}
+
+/** LOOPLINE_SECRETS_KEY as 64 hex characters or base64 of 32 bytes; absent → undefined. */
+export function secretBoxFromEnv(env: { LOOPLINE_SECRETS_KEY?: string | undefined }): SecretBox | undefined {
+  const raw = env.LOOPLINE_SECRETS_KEY?.trim();
+  if (!raw) return undefined;
+  const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
+  return secretBoxFromKey(key);
+}
+
+export function sealSecret(key: Buffer, plaintext: string, aad: string): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  cipher.setAAD(Buffer.from(aad, 'utf8'));
+  const ct = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+  const tag = cipher.getAuthTag();
+  return [VERSION, iv.toString('base64url'), tag.toString('base64url'), ct.toString('base64url')].join('.');
+}
+
+export function openSecret(key: Buffer, sealed: string, aad: string): string {
+  const [version, iv, tag, ct] = sealed.split('.');
+  if (version !== VERSION || !iv || !tag || ct === undefined) throw new Error('not a sealed secret');
+  const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+  decipher.setAAD(Buffer.from(aad, 'utf8'));
+  decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+  return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
+}
+
+/** Associated data binding a sealed webhook signing secret to its tool. */
+export function toolSecretAad(tenantId: string, toolName: string): string {
+  return `tool-signing-secret:${tenantId}:${toolName}`;
+}
+
+/** Associated data binding a sealed model credential to its agent and endpoint URL. */
+export function agentCredentialAad(tenantId: string, agentName: string, baseURL: string): string {
+  return `agent-credential:${tenantId}:${agentName}:${baseURL}`;
+}

@@ -1,0 +1,123 @@
+import { LooplineError, MODEL_REF_PATTERN } from '@loopline/core';
+import { z } from 'zod';
+import { OPENAI_BASE_URL } from './provider.ts';
+
+// Operator-defined model providers: name → endpoint + credential, all from the environment. An
+// agent's `model` is `<provider>/<model id>`, and the deployment's credentials only ever go to
+// these endpoints. Built in: `openai` (OPENAI_API_KEY, OPENAI_BASE_URL or api.openai.com, the
+// Responses API) and, when OPENAI_BASE_URL is set, `compatible` (chat completions there, same
+// key). LOOPLINE_PROVIDERS adds or replaces providers (docs/security.md):
+//   {"local": {"baseURL": "http://vllm:8000/v1", "apiKeyEnv": "VLLM_KEY", "tenants": ["ten_…"]}}
+
+export const ProviderConfig = z.strictObject({
+  /** Base URL ending in /v1. */
+  baseURL: z.url({ protocol: /^https?$/ }),
+  /** `responses` (OpenAI's Responses API) or `chat` (chat completions, what compatible servers speak). */
+  api: z.enum(['responses', 'chat']).default('chat'),
+  /** Name of the environment variable holding the key (preferred: the JSON stays secret-free). */
+  apiKeyEnv: z
+    .string()
+    .regex(/^[A-Z_][A-Z0-9_]*$/)
+    .optional(),
+  /** The key itself. */
+  apiKey: z.string().min(1).optional(),
+  /** Extra HTTP headers on every request (e.g. an organisation id). */
+  headers: z.record(z.string(), z.string()).optional(),
+  /** Tenant ids that may use it; absent: every tenant. */
+  tenants: z.array(z.string().min(1)).optional(),
+});
+export type ProviderConfig = z.infer<typeof ProviderConfig>;
+
+export const ProvidersJson = z.record(z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,62}$/), ProviderConfig);
+
+export interface Provider {
+  name: string;
+  baseURL: string;
+  api: 'responses' | 'chat';
+  apiKey?: string;
+  headers?: Record<string, string>;
+  tenants?: string[];
+}
+
+export type Providers = ReadonlyMap<string, Provider>;
+
+/** The built-in providers from an OpenAI key and base URL (what OPENAI_API_KEY/OPENAI_BASE_URL give). */
+export function builtinProviders(llm: {
+  apiKey?: string | undefined;
+  baseURL?: string | undefined;
+}): Provider[] {
+  const key = llm.apiKey ? { apiKey: llm.apiKey } : {};
+  const out: Provider[] = [
+    { name: 'openai', baseURL: llm.baseURL ?? OPENAI_BASE_URL, api: 'responses', ...key },
+  ];
+  if (llm.baseURL) out.push({ name: 'compatible', baseURL: llm.baseURL, api: 'chat', ...key });
+  return out;
+}
+
+/**
+ * The operator's providers: the built-ins, then LOOPLINE_PROVIDERS (JSON, replaces a built-in of
+ * the same name). A bad LOOPLINE_PROVIDERS or a missing apiKeyEnv variable throws at start.
+ */
+export function providersFromEnv(
+  env: {
+    OPENAI_API_KEY?: string | undefined;
+    OPENAI_BASE_URL?: string | undefined;
+    LOOPLINE_PROVIDERS?: string | undefined;
+  },
+  /** Where `apiKeyEnv` names are looked up (the process environment). */
+  secrets: Record<string, string | undefined> = env as Record<string, string | undefined>,
+): Providers {
+  const map = new Map<string, Provider>();
+  for (const p of builtinProviders({ apiKey: env.OPENAI_API_KEY, baseURL: env.OPENAI_BASE_URL }))
+    map.set(p.name, p);
+  const raw = env.LOOPLINE_PROVIDERS?.trim();
+  if (!raw) return map;
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch {
+    throw new Error('LOOPLINE_PROVIDERS is not valid JSON');
+  }
+  const parsed = ProvidersJson.safeParse(json);
+  if (!parsed.success) throw new Error(`LOOPLINE_PROVIDERS is invalid: ${z.prettifyError(parsed.error)}`);
+  for (const [name, cfg] of Object.entries(parsed.data)) {
+    let apiKey = cfg.apiKey;
+    if (cfg.apiKeyEnv) {
+      apiKey = secrets[cfg.apiKeyEnv];
+      if (!apiKey)
+        throw new Error(`LOOPLINE_PROVIDERS.${name}.apiKeyEnv names ${cfg.apiKeyEnv}, which is not set`);
+    }
+    map.set(name, {
+      name,
+      baseURL: cfg.baseURL,
+      api: cfg.api,
+      ...(apiKey ? { apiKey } : {}),
+      ...(cfg.headers ? { headers: cfg.headers } : {}),
+      ...(cfg.tenants ? { tenants: cfg.tenants } : {}),
+    });
+  }
+  return map;
+}
+
+export function providerNameOf(modelRef: string): string {
+  const m = MODEL_REF_PATTERN.exec(modelRef);
+  if (!m) throw new LooplineError('ConfigError', `model must be "<provider>/<model id>", got "${modelRef}"`);
+  return m[1]!;
+}
+
+/** Why `tenantId` may not use `modelRef`'s provider, or undefined when it may. */
+export function providerProblem(
+  providers: Providers,
+  modelRef: string,
+  tenantId: string,
+): string | undefined {
+  const name = providerNameOf(modelRef);
+  const p = providers.get(name);
+  if (!p) {
+    const known = [...providers.keys()].sort().join(', ') || 'none';
+    return `model "${modelRef}" names provider "${name}", which this deployment does not configure (configured: ${known})`;
+  }
+  if (p.tenants && !p.tenants.includes(tenantId))
+    return `model "${modelRef}" names provider "${name}", which this tenant may not use`;
+  return undefined;
+}
