@@ -9,7 +9,6 @@ import {
   describeResult,
   loadTrajectories,
   REPLAY_STACK_OPTIONS,
-  REPLAY_STACK_OPTIONS,
   type ReplayResult,
   replay,
   startReplayWebhook,
