@@ -65,15 +65,16 @@ describe('metrics after a session with tool calls and a compaction', () => {
         },
         ...bigTurn('first', ['t1'], 100, 'first done'),
         ...bigTurn('second', ['t2'], 100, 'second done'),
-        ...bigTurn('third', ['t3a', 't3b', 't3c', 't3d', 't3e', 't3f'], 100, 'third done'),
+        // Two large outputs in the newest steps: prune (which protects the newest three steps)
+        // cannot make room for them, so the third turn needs one summary compaction.
+        ...bigTurn('third', ['t3a', 't3b'], 300, 'third done'),
       ],
     });
     await client.agent('small', {
       tools: ['big'],
       limits: { context: 8000, output: 1000 },
+      compaction: { pruneProtect: 1000, pruneMinimum: 500 },
       ...WHOLE_OUTPUTS,
-      // As in context-compaction.test.ts: prune clears the older turns, one summary is still needed.
-      compaction: { pruneProtect: 1000, pruneMinimum: 500, pruneProtectSteps: 5 },
     });
     const id = await client.session('small');
     for (const text of ['first task', 'second task', 'third task']) {
