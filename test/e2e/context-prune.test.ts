@@ -67,8 +67,10 @@ describe('context: prune', () => {
     const messages = await log(client, id);
     const pruned = prunedParts(messages);
     expect(pruned.length).toBeGreaterThan(0);
-    // Only older turns' outputs: the newest three steps (turn 3's listings) are never touched.
-    expect(pruned.every((p: any) => /^\[t[12]\]/.test(p.state.output))).toBe(true);
+    // Never the outputs of the three newest steps (the idle pass after the turn may already have
+    // cleared turn 3's first listing, now older than them); turn 1's output is cleared.
+    const newest = messages.filter((m) => m.info.role === 'assistant').slice(-3);
+    expect(newest.flatMap((m) => prunedParts([m]))).toEqual([]);
     expect(pruned.some((p: any) => p.state.output.startsWith('[t1]'))).toBe(true);
     expect(pruned[0].outputTokens).toBeGreaterThan(1000);
     // No summary compaction, no summary request.
@@ -100,16 +102,17 @@ describe('context: prune', () => {
       compaction: { pruneProtect: 1000, pruneMinimum: 500 },
     });
     const id = await run('idler', ['first task', 'second task', 'fourth task']);
-    // After the third turn, turn 1 is beyond the two newest: the idle prune pass clears it.
+    // After the third turn, turns 1 and 2 are older than the three newest steps: the idle prune
+    // passes clear their outputs (the fourth turn's own output stays).
     const pruned = await waitFor(
       async () => {
         const p = prunedParts(await log(client, id));
-        return p.length > 0 ? p : undefined;
+        return p.length >= 2 ? p : undefined;
       },
       10_000,
       'the idle prune',
     );
-    expect(pruned.map((p: any) => p.state.output.slice(0, 4))).toEqual(['[t1]']);
+    expect(pruned.map((p: any) => p.state.output.slice(0, 4)).sort()).toEqual(['[t1]', '[t2]']);
     expect(await compactions(stack, id)).toHaveLength(0);
   });
 

@@ -270,10 +270,10 @@ describe.skipIf(unavailable !== undefined)('on a Redis Cluster', () => {
     await until(
       'idle',
       async () => (await client.call('GET', `/v1/sessions/${id}`)).body.status === 'idle',
-      5_000,
+      8_000,
     );
-    // The stream had ~6 s to go: only the broadcast stops it this fast.
-    expect(Date.now() - started).toBeLessThan(2_000);
+    // The stream had ~6 s to go: only the broadcast stops it this early.
+    expect(Date.now() - started).toBeLessThan(4_000);
     const reply = (await client.history(id)).messages.at(-1);
     expect(reply.info.error.name).toBe('AbortedError');
   }, 30_000);

@@ -62,6 +62,10 @@ afterAll(() => stack?.close());
 
 const abort = (id: string) => client.call('POST', `/v1/sessions/${id}/abort`);
 
+/**
+ * Time until the session is idle. The streams, tool and summary these tests abort would run 6–8 s
+ * more; idle well before that (4 s, loose enough for a loaded machine) shows the abort cut them.
+ */
 async function idleWithin(id: string, ms: number): Promise<number> {
   const started = Date.now();
   await until(
@@ -73,7 +77,7 @@ async function idleWithin(id: string, ms: number): Promise<number> {
 }
 
 describe('abort', () => {
-  it('during a slow stream: idle within a second, the streamed text kept, AbortedError', async () => {
+  it('during a slow stream: idle long before it would have ended, the streamed text kept, AbortedError', async () => {
     const id = await client.session('writer');
     await client.send(id, 'tell me a slow story');
     // Streaming: the text part exists and deltas are arriving.
@@ -88,7 +92,7 @@ describe('abort', () => {
     const res = await abort(id);
     expect(res.status).toBe(202);
     expect(res.body).toMatchObject({ aborted: true, sessionIds: [id], session: { id, status: 'running' } });
-    expect(await idleWithin(id, 1_000)).toBeLessThan(1_000);
+    expect(await idleWithin(id, 4_000)).toBeLessThan(4_000);
 
     const log = await client.history(id);
     expect(log.messages.map((m: any) => m.info.role)).toEqual(['user', 'assistant']);
@@ -116,7 +120,7 @@ describe('abort', () => {
     expect(JSON.stringify(stack.mock.calls.at(-1)!.messages)).toContain(text.trim());
   });
 
-  it('during a slow webhook tool: idle within a second, the tool interrupted, never re-run', async () => {
+  it('during a slow webhook tool: idle long before it would have ended, the tool interrupted, never re-run', async () => {
     const id = await client.session('writer');
     await client.send(id, 'run the slow tool');
     const callId = await until('tool running', async () => {
@@ -127,7 +131,7 @@ describe('abort', () => {
     await until('webhook reached', async () => stack.tools.calls.get(callId) === 1);
     const res = await abort(id);
     expect(res.status).toBe(202);
-    expect(await idleWithin(id, 1_000)).toBeLessThan(1_000);
+    expect(await idleWithin(id, 4_000)).toBeLessThan(4_000);
     const log = await client.history(id);
     const part = log.messages.flatMap((m: any) => m.parts).find((p: any) => p.type === 'tool');
     expect(part.state).toMatchObject({ status: 'error', interrupted: true });
@@ -204,7 +208,7 @@ describe('abort', () => {
     }
   });
 
-  it('during a summary compaction: the summary call stops, no half summary, idle within a second', async () => {
+  it('during a summary compaction: the summary call stops, no half summary, idle long before it would have ended', async () => {
     const id = await client.session('writer');
     // Long enough that a summary shrinks it (a compaction that would not is a recorded no-op).
     const padding = ' lorem ipsum dolor sit amet'.repeat(150);
@@ -224,7 +228,7 @@ describe('abort', () => {
     expect(res.status).toBe(202);
     expect(res.body.session.status).toBe('compacting');
     // The summary had ~7 s to go: only stopping its model call makes this fast.
-    expect(await idleWithin(id, 1_000)).toBeLessThan(1_000);
+    expect(await idleWithin(id, 4_000)).toBeLessThan(4_000);
 
     const log = await client.history(id);
     const summary = log.messages.find(isSummary);

@@ -58,6 +58,6 @@ describe('recorded conversations, replayed whole', () => {
       }
       // The window is small enough that the sample needs its context managed.
       expect(runs.reduce((n, r) => n + r.compactions + r.prunedParts, 0)).toBeGreaterThan(0);
-    }, 180_000);
+    }, 300_000); // ~60 s on an idle 2-core machine; generous for a loaded one
   }
 });

@@ -62,15 +62,13 @@ describe('history at scale', () => {
     expect(partsPlan).toContain('parts_message_idx');
     expect(partsPlan).not.toMatch(/Seq Scan/);
 
-    await loadHistory(pg.db, tenant.id, session.id, { fromSeq }); // warm the pool
-    const started = performance.now();
+    // The plans above are the proof that the cost does not grow with the session (no timing
+    // assertion: a loaded machine would make one flaky; bench/figures/history.ts measures it).
     const tail = await loadHistory(pg.db, tenant.id, session.id, { fromSeq });
-    const elapsed = performance.now() - started;
     expect(tail.map((m) => m.info.seq)).toEqual(Array.from({ length: 50 }, (_, i) => fromSeq + i));
     expect(tail.slice(0, -1).every((m) => m.parts.length === 2)).toBe(true);
     expect(tail.at(-1)?.parts.map((p) => (p as { text: string }).text)).toEqual(['newest']);
     for (const m of tail) WithParts.parse(m);
-    expect(elapsed).toBeLessThan(100);
   });
 
   test('the whole session still loads in two queries', { timeout: 60_000 }, async ({ pg }) => {
