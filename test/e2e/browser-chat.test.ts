@@ -97,7 +97,13 @@ async function openBrowser(profileDir: string) {
         });
       return { evaluate, close: () => ws.close() };
     },
-    close: () => proc.kill('SIGKILL'),
+    /** Kills Chromium and waits for it to exit, so nothing writes into the profile after its removal. */
+    close: () =>
+      new Promise<void>((resolve) => {
+        if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
+        proc.once('exit', () => resolve());
+        proc.kill('SIGKILL');
+      }),
   };
 }
 
@@ -128,7 +134,7 @@ describe.skipIf(!hasChromium)('example chat page in headless Chromium', () => {
       expect(html).toContain('<li class="assistant">Sunny in Paris, 21 °C.</li>');
       tab.close();
     } finally {
-      browser.close();
+      await browser.close();
     }
   }, 90_000);
 });
