@@ -354,7 +354,7 @@ export const CompactionRecord = z
       .boolean()
       .describe('Its compaction message was hidden by a revert: it is no longer a boundary'),
   })
-  .describe('One compaction run (CONTEXT.md §5.7)');
+  .describe('One compaction run (docs/context.md §5.7)');
 export type CompactionRecord = z.infer<typeof CompactionRecord>;
 
 export const CompactionSummary = z

@@ -1222,7 +1222,7 @@ export interface components {
             /** @description An idle session above this is compacted in the background */
             background: number;
         };
-        /** @description One compaction run (CONTEXT.md §5.7) */
+        /** @description One compaction run (docs/context.md §5.7) */
         CompactionRecord: {
             id: string;
             /** @description The compaction message (a synthetic user message holding the compaction part) */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-// Defaults of every context-management number (CONTEXT.md); all are configurable per agent.
+// Defaults of every context-management number (docs/context.md); all are configurable per agent.
 
 export const PRUNE_MINIMUM = 20_000;
 export const PRUNE_PROTECT = 40_000;

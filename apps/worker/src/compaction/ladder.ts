@@ -18,7 +18,7 @@ import { type CompactionPlan, clipToTokens, planCompaction } from './plan.ts';
 import type { SummaryModel } from './summarize.ts';
 import { ignoreSummaryParts } from './summary-message.ts';
 
-// The compaction ladder (CONTEXT.md §5.6: never loop, always progress). Each rung is tried once,
+// The compaction ladder (docs/context.md §5.6: never loop, always progress). Each rung is tried once,
 // cheapest useful first, and only a result whose projected next prompt is under the trigger is
 // taken:
 //   summary          LLM summary of the head, verbatim tail kept;

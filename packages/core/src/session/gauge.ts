@@ -1,4 +1,4 @@
-// The context gauge (CONTEXT.md §2 and §5.7; seed 004 §4.1 CompactionSuggestion): how full the
+// The context gauge (docs/context.md §2 and §5.7; seed 004 §4.1 CompactionSuggestion): how full the
 // next prompt is against the two thresholds, and what each line of defence would free. Pure: the
 // gateway's session and /context views are built from it. It never decides anything for the loop
 // (decide/isOverflow do), but it reads the same numbers: contextBudget, estimateNextPrompt,

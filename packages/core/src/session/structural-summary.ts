@@ -1,4 +1,4 @@
-// The last rung of the compaction ladder (CONTEXT.md §5.6): a summary built without an LLM, after
+// The last rung of the compaction ladder (docs/context.md §5.6): a summary built without an LLM, after
 // seed 004's MessageSummary. It cannot fail and its size is bounded, so a compaction always
 // makes progress even when the summary model is down or the head is too large for it.
 
