@@ -1692,7 +1692,7 @@ export interface components {
                 /** @description Provider tokens that would free (placeholders subtracted) */
                 tokens: number;
             };
-            /** @description Seed 004 CompactionSuggestion */
+            /** @description Whether the session should compact now, and why (docs/context.md §2) */
             suggestion: {
                 /** @description used is at or above the background threshold (or the trigger) */
                 shouldCompact: boolean;

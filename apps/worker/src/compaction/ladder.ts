@@ -26,7 +26,7 @@ import { ignoreSummaryParts } from './summary-message.ts';
 //                    leaves no room for a summary);
 //   chunked          either of those when the request is too long for the summary model: the
 //                    head in chunks that fit, then a merge;
-//   structural       no LLM: seed 004's MessageSummary, clipped to the room left. Cannot fail.
+//   structural       no LLM: range, tool actions, files, last request; clipped to the room left. Cannot fail.
 // A failed or rejected LLM summary never becomes a boundary: its text parts are marked ignored.
 
 export type Rung = 'summary' | 'summary-no-tail' | 'chunked' | 'structural';
