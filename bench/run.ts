@@ -147,7 +147,7 @@ function met(row: Row): string {
   return row.met ? 'yes' : '**no**';
 }
 
-// The order: step overhead, steps/s, gateway, history, tokens, memory, context, compaction.
+// Report order: step overhead, steps/s, gateway, history, tokens, memory, context, compaction.
 const ORDER = [
   'step overhead',
   'steps/s',
