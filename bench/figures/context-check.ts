@@ -124,7 +124,7 @@ for (const size of SIZES) {
       loopline: summarize(p99),
       target: '< 10 ms',
       met: median(p99) < 10,
-      note: "the < 1 ms target is read as the p50",
+      note: 'the < 1 ms target is read as the p50',
     },
   );
 }
