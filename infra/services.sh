@@ -2,9 +2,17 @@
 # Makes sure Redis and PostgreSQL answer on REDIS_URL / DATABASE_URL.
 # When nothing answers, installs the Debian packages if needed and starts a
 # private instance with its data under .local/ (never a system service).
+#
+#   infra/services.sh [start]   # the default: start what does not answer
+#   infra/services.sh status    # what answers, and whether it is a private instance of this checkout
+#   infra/services.sh stop      # stop the private instances this script started (never anything else)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 state="$root/.local"
+command="${1:-start}"
+case "$command" in start | stop | status) ;; *)
+  echo "usage: $0 [start|stop|status]" >&2; exit 2 ;;
+esac
 mkdir -p "$state"
 REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379}"
 DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/loopline}"
@@ -16,6 +24,49 @@ hostport() { # url -> "host port"
   echo "$host $port"
 }
 answers() { timeout 1 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null; }
+
+# The private PostgreSQL's data folder: under .local/, or (as root, when the postgres user cannot
+# enter the checkout) a per-checkout folder under /var/tmp.
+pg_data_fallback="/var/tmp/loopline-$(echo -n "$root" | sha256sum | cut -c1-12)/postgres"
+pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1; }
+as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+# A private Redis is one whose working folder is ours (it says so itself: CONFIG GET dir).
+private_redis() { # host port
+  command -v redis-cli >/dev/null 2>&1 &&
+    [ "$(redis-cli -h "$1" -p "$2" --raw config get dir 2>/dev/null | sed -n 2p)" = "$state/redis" ]
+}
+private_pg_data() { # prints the data folder of a running private PostgreSQL
+  local bin; bin="$(pg_bin)"; [ -n "$bin" ] || return 1
+  for d in "$state/postgres" "$pg_data_fallback"; do
+    [ -s "$d/postmaster.pid" ] && (cd / && as_postgres "$bin/pg_ctl" -D "$d" status >/dev/null 2>&1) &&
+      { echo "$d"; return 0; }
+  done
+  return 1
+}
+
+if [ "$command" != start ]; then
+  read -r rhost rport < <(hostport "$REDIS_URL" 6379)
+  read -r phost pport < <(hostport "$DATABASE_URL" 5432)
+  if [ "$command" = status ]; then
+    rc=0
+    if private_redis "$rhost" "$rport"; then echo "Redis $rhost:$rport: running (private, data in $state/redis)"
+    elif answers "$rhost" "$rport"; then echo "Redis $rhost:$rport: answering (not started by these scripts)"
+    else echo "Redis $rhost:$rport: not answering"; rc=3; fi
+    if data="$(private_pg_data)"; then echo "PostgreSQL $phost:$pport: running (private, data in $data)"
+    elif answers "$phost" "$pport"; then echo "PostgreSQL $phost:$pport: answering (not started by these scripts)"
+    else echo "PostgreSQL $phost:$pport: not answering"; rc=3; fi
+    exit "$rc"
+  fi
+  if private_redis "$rhost" "$rport"; then
+    redis-cli -h "$rhost" -p "$rport" shutdown nosave >/dev/null 2>&1 || true
+    echo "loopline: stopped the private Redis on $rhost:$rport" >&2
+  else echo "loopline: no private Redis on $rhost:$rport (nothing stopped)" >&2; fi
+  if data="$(private_pg_data)"; then
+    (cd / && as_postgres "$(pg_bin)/pg_ctl" -D "$data" -m fast -w stop >/dev/null)
+    echo "loopline: stopped the private PostgreSQL (data in $data)" >&2
+  else echo "loopline: no private PostgreSQL of this checkout is running (nothing stopped)" >&2; fi
+  exit 0
+fi
 
 apt_ready=0
 need_pkg() { # command package
@@ -48,7 +99,7 @@ if ! answers "$phost" "$pport"; then
   # to reach the data folder. When the checkout sits below a folder it cannot enter (a private
   # temporary folder, say), the data goes to a per-checkout folder under /var/tmp instead.
   if [ "$(id -u)" = 0 ] && ! runuser -u postgres -- test -x "$state"; then
-    data="/var/tmp/loopline-$(echo -n "$root" | sha256sum | cut -c1-12)/postgres"
+    data="$pg_data_fallback"
     mkdir -p "$data"
     echo "loopline: $state is not reachable by the postgres user; PostgreSQL data goes to $data" >&2
   fi

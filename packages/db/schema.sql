@@ -222,6 +222,38 @@ create table tools (
   constraint tools_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id)
 );
 
+create table webhook_deliveries (
+  id text not null,
+  tenant_id text not null,
+  subscription text not null,
+  event_id text not null,
+  event_type text not null,
+  payload jsonb not null,
+  status text not null default 'pending'::text,
+  attempts integer not null default 0,
+  last_status integer,
+  last_error text,
+  created_at timestamp with time zone not null default now(),
+  updated_at timestamp with time zone not null default now(),
+  delivered_at timestamp with time zone,
+  constraint webhook_deliveries_pkey PRIMARY KEY (id),
+  constraint webhook_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text]))),
+  constraint webhook_deliveries_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id)
+);
+
+create table webhook_subscriptions (
+  tenant_id text not null,
+  name text not null,
+  url text not null,
+  event_types jsonb not null,
+  enabled boolean not null default true,
+  secret text not null,
+  created_at timestamp with time zone not null default now(),
+  updated_at timestamp with time zone not null default now(),
+  constraint webhook_subscriptions_pk PRIMARY KEY (tenant_id, name),
+  constraint webhook_subscriptions_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id)
+);
+
 CREATE UNIQUE INDEX agents_pk ON public.agents USING btree (tenant_id, name);
 CREATE UNIQUE INDEX api_keys_key_hash_key ON public.api_keys USING btree (key_hash);
 CREATE UNIQUE INDEX api_keys_pkey ON public.api_keys USING btree (id);
@@ -251,3 +283,7 @@ CREATE INDEX tool_outputs_expires_idx ON public.tool_outputs USING btree (expire
 CREATE UNIQUE INDEX tool_outputs_pkey ON public.tool_outputs USING btree (id);
 CREATE INDEX tool_outputs_session_idx ON public.tool_outputs USING btree (session_id);
 CREATE UNIQUE INDEX tools_pk ON public.tools USING btree (tenant_id, name);
+CREATE UNIQUE INDEX webhook_deliveries_event_idx ON public.webhook_deliveries USING btree (tenant_id, subscription, event_id);
+CREATE INDEX webhook_deliveries_list_idx ON public.webhook_deliveries USING btree (tenant_id, subscription, created_at);
+CREATE UNIQUE INDEX webhook_deliveries_pkey ON public.webhook_deliveries USING btree (id);
+CREATE UNIQUE INDEX webhook_subscriptions_pk ON public.webhook_subscriptions USING btree (tenant_id, name);

@@ -151,6 +151,14 @@ describe('metrics after a session with tool calls and a compaction', () => {
     expect(value(text, 'loopline_tool_calls_total', { outcome: 'completed' })).toBe(executed);
     expect(value(text, 'loopline_tool_duration_seconds_count', { outcome: 'completed' })).toBe(executed);
     expect(value(text, 'loopline_compactions_total', { rung: 'summary', reason: 'auto' })).toBe(1);
+    // The compaction's duration and the tokens it saved, as histograms.
+    const compaction = { rung: 'summary', reason: 'auto' };
+    expect(value(text, 'loopline_compaction_duration_seconds_count', compaction)).toBe(1);
+    expect(value(text, 'loopline_compaction_duration_seconds_sum', compaction)).toBeGreaterThan(0);
+    expect(value(text, 'loopline_compaction_saved_tokens_count', compaction)).toBe(1);
+    expect(value(text, 'loopline_compaction_saved_tokens_sum', compaction)).toBeGreaterThan(1000);
+    // No provider failed in this run.
+    expect(value(text, 'loopline_provider_errors_total')).toBe(0);
     expect(value(text, 'loopline_prune_parts_total')).toBeGreaterThan(0);
     expect(value(text, 'loopline_prune_saved_tokens_total')).toBeGreaterThan(1000);
     // Default process metrics are there too, once each.

@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import { secretBoxFromKey } from '@loopline/egress';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -85,7 +87,8 @@ function fill(path: string, ids: Record<string, string>): string | undefined {
 }
 
 beforeAll(async () => {
-  stack = await startStack('openapi_isolation');
+  // A secrets box, so that webhook subscriptions (signed) can be made.
+  stack = await startStack('openapi_isolation', { egress: { secrets: secretBoxFromKey(randomBytes(32)) } });
   base = await stack.app.listen({ port: 0, host: '127.0.0.1' });
   a = await tenantWithSession(stack.app, 'tenant-a');
   b = await tenantWithSession(stack.app, 'tenant-b');
@@ -104,6 +107,11 @@ beforeAll(async () => {
     conversations: [{ messages: ['hi'] }],
   });
   expect(batch.status, JSON.stringify(batch.body)).toBeLessThan(300);
+  const hook = await call('PUT', '/v1/webhooks/b_hook', b.apiKey, {
+    url: 'https://hooks.example.com/b',
+    events: ['session.idle'],
+  });
+  expect(hook.status, JSON.stringify(hook.body)).toBe(201);
   const message = await call('POST', `/v1/sessions/${b.sessionId}/messages`, b.apiKey, { text: 'B only' });
   expect(message.status).toBe(202);
   Object.assign(foreign, {
@@ -112,6 +120,8 @@ beforeAll(async () => {
     agents: 'b_agent',
     tools: 'b_tool',
     batches: batch.body.id as string,
+    webhooks: 'b_hook',
+    deliveries: 'dlv_00000000000000000000', // under B's subscription name, A finds nothing either way
   });
   const fake = (id: string) => id.replace(/_(.*)$/, (_m, rest: string) => `_${'0'.repeat(rest.length)}`);
   Object.assign(madeUp, {
@@ -120,6 +130,8 @@ beforeAll(async () => {
     agents: 'never_made',
     tools: 'never_made',
     batches: fake(foreign.batches!),
+    webhooks: 'never_made',
+    deliveries: 'dlv_00000000000000000000',
   });
   doc = (await (await fetch(`${base}/docs/json`)).json()) as typeof doc;
 });

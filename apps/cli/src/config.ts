@@ -21,6 +21,7 @@ export const demoEnv = z.object({
   OPENAI_BASE_URL: envUrl(undefined, ['http', 'https'], 'OpenAI or OpenAI-compatible base URL'),
   DEMO_MODEL: envString('openai/gpt-4o-mini', 'model of the demo agent when `OPENAI_API_KEY` is set'),
   DEMO_EXIT: envFlag('stop the demo after the conversation'),
+  DEMO_TURN_TIMEOUT_MS: envInt(120_000, 'how long one demo turn may take before the demo fails', { min: 1 }),
 });
 export type DemoEnv = z.output<typeof demoEnv>;
 

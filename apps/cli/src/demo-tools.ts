@@ -69,3 +69,10 @@ export async function startToolServer(port = 0, host = '127.0.0.1'): Promise<Too
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
+
+// Standalone: `node apps/cli/src/demo-tools.ts [port]` serves the same tools (default port 4020),
+// e.g. for the README's own tool example when the gateway and worker run by hand.
+if (import.meta.main) {
+  const server = await startToolServer(Number(process.argv[2] ?? process.env.DEMO_TOOLS_PORT ?? 4020));
+  process.stdout.write(`demo tools listening on ${server.url} (/lookup, /save_note, /big, /slow)\n`);
+}

@@ -1,11 +1,10 @@
-import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { createLoopline, type Loopline } from '@loopline/client';
 import { demoConfigFromEnv } from './config.ts';
 import { startToolServer } from './demo-tools.ts';
 import { ensureDatabase } from './ensure-database.ts';
-import { root, spawnService, waitForHttp } from './services.ts';
+import { portFree, root, type Service, spawnService, waitForHttp } from './services.ts';
 
 // The demo: starts the mock model, the gateway and the worker, creates a tenant, tools and an
 // agent over the HTTP API with @loopline/client, and drives a conversation with tool calls while
@@ -14,6 +13,7 @@ import { root, spawnService, waitForHttp } from './services.ts';
 const env = demoConfigFromEnv(process.env);
 const port = env.PORT;
 const mockPort = env.MOCK_LLM_PORT;
+const toolsPort = env.DEMO_TOOLS_PORT;
 const base = `http://127.0.0.1:${port}`;
 const databaseUrl = env.DATABASE_URL;
 const redisUrl = env.REDIS_URL;
@@ -28,20 +28,55 @@ const c = {
   reset: '\x1b[0m',
 };
 
-const children: ChildProcess[] = [];
-const shutdown = () => {
-  for (const child of children) child.kill('SIGTERM');
-  setTimeout(() => process.exit(0), 500).unref();
-};
-process.on('SIGINT', shutdown);
-process.on('SIGTERM', shutdown);
+// Every failure ends the demo with a non-zero code: a busy port, a child that dies, a failed request.
+const children: Service[] = [];
+let stopping = false;
+async function shutdown(code: number): Promise<never> {
+  stopping = true;
+  for (const s of children) if (s.child.exitCode === null) s.child.kill('SIGTERM');
+  // Children stop gracefully within a few seconds; never wait forever on one.
+  await Promise.race([
+    Promise.all(children.map((s) => s.exited)),
+    new Promise((r) => setTimeout(r, 10_000).unref()),
+  ]);
+  process.exit(code);
+}
+process.on('SIGINT', () => void shutdown(0));
+process.on('SIGTERM', () => void shutdown(0));
+
+function start(name: string, script: string, childEnv: Record<string, string>, args: string[] = []): Service {
+  const service = spawnService(name, script, childEnv, args);
+  children.push(service);
+  void service.exited.then(({ code, signal }) => {
+    if (stopping) return;
+    console.error(
+      `\nloopline demo: ${name} exited unexpectedly (${signal ?? `code ${code}`}); see ${service.log}`,
+    );
+    void shutdown(1);
+  });
+  return service;
+}
+
+async function checkPorts(): Promise<void> {
+  const wanted: [string, number, string][] = [
+    ['the gateway', port, 'PORT'],
+    ['the demo tool server', toolsPort, 'DEMO_TOOLS_PORT'],
+  ];
+  if (!realModel) wanted.push(['the mock model', mockPort, 'MOCK_LLM_PORT']);
+  const busy: string[] = [];
+  for (const [what, p, variable] of wanted)
+    if (!(await portFree(p)))
+      busy.push(`port ${p} (${what}) is in use; stop what listens there or set ${variable}`);
+  if (busy.length > 0) throw new Error(`cannot start the demo:\n  ${busy.join('\n  ')}`);
+}
 
 // A fresh key per demo run (its tools are created anew each run).
 const secretsKey = randomBytes(32).toString('hex');
 
 async function main() {
+  await checkPorts();
   await ensureDatabase(databaseUrl);
-  const tools = await startToolServer(env.DEMO_TOOLS_PORT);
+  const tools = await startToolServer(toolsPort);
   const common = {
     DATABASE_URL: databaseUrl,
     REDIS_URL: redisUrl,
@@ -51,39 +86,33 @@ async function main() {
   };
   let modelBase = env.OPENAI_BASE_URL ?? '';
   if (!realModel) {
-    children.push(
-      spawnService('mock-llm', 'packages/mock-llm/src/main.ts', {}, [
-        '--port',
-        String(mockPort),
-        '--scenario',
-        join(root, 'apps/cli/scenarios/demo.json'),
-      ]),
-    );
+    const mock = start('mock-llm', 'packages/mock-llm/src/main.ts', {}, [
+      '--port',
+      String(mockPort),
+      '--scenario',
+      join(root, 'apps/cli/scenarios/demo.json'),
+    ]);
     modelBase = `http://127.0.0.1:${mockPort}/v1`;
-    await waitForHttp(`${modelBase}/models`);
+    await waitForHttp(`${modelBase}/models`, { service: mock, accept: (body) => body.includes('"data"') });
   }
-  children.push(
-    spawnService('gateway', 'apps/gateway/src/server.ts', {
-      ...common,
-      PORT: String(port),
-      LOOPLINE_OPERATOR_TOKEN: operatorToken,
-      // The gateway checks agents and tools against the workers' providers and egress policy.
-      ...(modelBase ? { OPENAI_BASE_URL: modelBase } : {}),
-      LOOPLINE_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
-    }),
-  );
-  children.push(
-    spawnService('worker', 'apps/worker/src/main.ts', {
-      ...common,
-      OPENAI_API_KEY: env.OPENAI_API_KEY ?? 'mock-key',
-      ...(modelBase ? { OPENAI_BASE_URL: modelBase } : {}),
-      // The demo's tool server runs on loopback; allow exactly that host.
-      LOOPLINE_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
-      // V8's young generation capped as in production (docs/DEPLOYMENT.md): RSS under 300 MB.
-      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --max-semi-space-size=8`.trim(),
-    }),
-  );
-  await waitForHttp(`${base}/readyz`);
+  const gateway = start('gateway', 'apps/gateway/src/server.ts', {
+    ...common,
+    PORT: String(port),
+    LOOPLINE_OPERATOR_TOKEN: operatorToken,
+    // The gateway checks agents and tools against the workers' providers and egress policy.
+    ...(modelBase ? { OPENAI_BASE_URL: modelBase } : {}),
+    LOOPLINE_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
+  });
+  start('worker', 'apps/worker/src/main.ts', {
+    ...common,
+    OPENAI_API_KEY: env.OPENAI_API_KEY ?? 'mock-key',
+    ...(modelBase ? { OPENAI_BASE_URL: modelBase } : {}),
+    // The demo's tool server runs on loopback; allow exactly that host.
+    LOOPLINE_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
+    // V8's young generation capped as in production (docs/DEPLOYMENT.md): RSS under 300 MB.
+    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --max-semi-space-size=8`.trim(),
+  });
+  await waitForHttp(`${base}/readyz`, { service: gateway, accept: (body) => body.includes('"checks"') });
 
   const admin = createLoopline({ baseUrl: base, apiKey: operatorToken });
   const { apiKey } = await admin.admin.createTenant('demo');
@@ -185,14 +214,22 @@ async function main() {
     `  curl -s -H 'authorization: Bearer ${apiKey}' '${base}/v1/sessions/${small.id}/messages?view=model'`,
   );
   console.log(`  open ${base}/admin/inspector?token=${operatorToken}&session=${small.id}`);
-  if (env.DEMO_EXIT) shutdown();
+  if (env.DEMO_EXIT) await shutdown(0);
   await new Promise(() => undefined);
 }
 
-/** Prints a session's events as they stream; converse() sends each message after the previous turn ends. */
+/**
+ * Prints a session's events as they stream; converse() sends each message after the previous turn
+ * ends. A session error, a stream that ends or a turn that never finishes fails the demo.
+ */
 function follow(ll: Loopline, sessionId: string) {
   const session = ll.sessions.get(sessionId);
-  let idle: (() => void) | undefined;
+  let turn: { resolve: () => void; reject: (err: Error) => void } | undefined;
+  let broken: Error | undefined;
+  const fail = (err: Error) => {
+    broken = err;
+    turn?.reject(err);
+  };
   void (async () => {
     for await (const { event: ev } of session.events()) {
       if (ev.type === 'part.delta' && ev.field === 'text') process.stdout.write(ev.delta);
@@ -211,19 +248,33 @@ function follow(ll: Loopline, sessionId: string) {
         console.log(
           `\n${c.cyan}  [compacted: ${ev.tokensBefore} → ${ev.tokensAfter} tokens, rung ${ev.rung}]${c.reset}`,
         );
-      } else if (ev.type === 'session.error') console.log(`\n  error: ${ev.error.message}`);
-      else if (ev.type === 'session.idle') idle?.();
+      } else if (ev.type === 'session.error') fail(new Error(`session error: ${ev.error.message}`));
+      else if (ev.type === 'session.idle') turn?.resolve();
     }
-  })();
+    if (!stopping) fail(new Error(`the event stream of ${sessionId} ended`));
+  })().catch((err: unknown) => {
+    if (!stopping) fail(new Error(`the event stream of ${sessionId} failed: ${String(err)}`));
+  });
+  const turnTimeoutMs = env.DEMO_TURN_TIMEOUT_MS;
   return {
     async converse(turns: string[]) {
       for (const text of turns) {
+        if (broken) throw broken;
         console.log(`\n${c.green}${c.bold}user:${c.reset} ${text}\n${c.bold}assistant:${c.reset} `);
-        const done = new Promise<void>((resolve) => {
-          idle = resolve;
+        let timer: NodeJS.Timeout | undefined;
+        const done = new Promise<void>((resolve, reject) => {
+          turn = { resolve, reject };
+          timer = setTimeout(
+            () => reject(new Error(`no answer to "${text}" within ${turnTimeoutMs} ms`)),
+            turnTimeoutMs,
+          );
         });
         await session.send(text);
-        await done;
+        try {
+          await done;
+        } finally {
+          clearTimeout(timer);
+        }
         console.log();
       }
     },
@@ -231,7 +282,6 @@ function follow(ll: Loopline, sessionId: string) {
 }
 
 main().catch((err) => {
-  console.error(err);
-  shutdown();
-  process.exitCode = 1;
+  console.error(`loopline demo failed: ${err instanceof Error ? err.message : String(err)}`);
+  void shutdown(1);
 });

@@ -17,3 +17,9 @@ export async function ensureDatabase(url: string): Promise<void> {
     await client.end();
   }
 }
+
+// Standalone: `node apps/cli/src/ensure-database.ts` creates $DATABASE_URL's database (the
+// gateway and worker migrate it but expect it to exist).
+if (import.meta.main) {
+  await ensureDatabase(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/loopline');
+}

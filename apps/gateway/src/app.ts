@@ -18,7 +18,9 @@ import {
 import { registerOpenApi } from './plugins/openapi.ts';
 import { operatorLoginRoutes } from './plugins/operator-session.ts';
 import { registerRateLimit } from './plugins/rate-limit.ts';
+import { genReqId, installRequestIdEcho } from './plugins/request-id.ts';
 import { installRequestLogContext } from './plugins/request-log.ts';
+import { installTracing } from './plugins/tracing.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { agentRoutes } from './routes/agents.ts';
 import { batchRoutes } from './routes/batches.ts';
@@ -32,6 +34,7 @@ import { sessionControlRoutes } from './routes/session-control.ts';
 import { sessionListRoutes } from './routes/session-list.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { toolRoutes } from './routes/tools.ts';
+import { webhookRoutes } from './routes/webhooks.ts';
 
 // buildApp(deps): the whole HTTP gateway, with no I/O of its own until a request arrives.
 // server.ts listens and handles signals; tests call inject() without a port.
@@ -57,6 +60,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const app = Fastify({
     logger: withRedaction(deps.logger ?? false), // credentials never reach a log line
     bodyLimit: BODY_LIMIT,
+    genReqId, // x-request-id or a UUID (plugins/request-id.ts)
     // Fastify accepts true, a hop count or addresses; its overloads only type-check a boolean here.
     trustProxy: (deps.trustProxy ?? false) as boolean,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
@@ -77,6 +81,8 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   app.decorate('deps', { ...deps, tokenizer: deps.tokenizer ?? createTokenizer('o200k_base'), metrics });
   app.decorateRequest('tenant', null);
 
+  installRequestIdEcho(app);
+  installTracing(app); // OpenTelemetry server spans, only when tracing is on
   installErrorHandling(app);
   await registerCors(app, deps.corsOrigins); // before any route, so preflights and errors carry it
   installRequestMetrics(app, metrics);
@@ -112,6 +118,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
       await v1.register(contextRoutes);
       await v1.register(sessionControlRoutes); // abort, client tool results
       await v1.register(batchRoutes);
+      await v1.register(webhookRoutes); // event webhooks: subscriptions, deliveries
       await v1.register(chatRoutes); // AI SDK UI (useChat)
     },
     { prefix: '/v1' },

@@ -13,6 +13,7 @@ import {
   redisEnv,
   runtimeFlagsEnv,
 } from '@loopline/core';
+import { tracingEnv } from '@loopline/telemetry';
 import { z } from 'zod';
 
 // The gateway's whole environment, parsed once by server.ts (a bad value stops the process with a
@@ -123,6 +124,7 @@ export const gatewayEnv = z.object({
   ...egressEnv.shape,
   ...gatewayLimitsEnv.shape,
   ...gatewayOpsEnv.shape,
+  ...tracingEnv.shape,
 });
 export type GatewayEnv = z.output<typeof gatewayEnv>;
 

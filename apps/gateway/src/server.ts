@@ -3,6 +3,7 @@ import { closeDb, createDb, migrateWhenReady } from '@loopline/db';
 import { policiesFromConfig, secretBoxFromEnv } from '@loopline/egress';
 import { providersFromEnv } from '@loopline/llm';
 import { createQueues, createRedis, describeRedisConfig, keySpace, type RedisConfig } from '@loopline/queue';
+import { startTracing } from '@loopline/telemetry';
 import { pino } from 'pino';
 import { buildApp } from './app.ts';
 import { type GatewayEnv, gatewayConfigFromEnv } from './config.ts';
@@ -28,6 +29,10 @@ export async function main(): Promise<void> {
   const db = createDb(env.DATABASE_URL, { applicationName: 'loopline-gateway', max: env.DB_POOL_MAX });
   // Fastify's logger exists once the app is built; the boot step logs with the same pino settings.
   const bootLogger = pino({ ...loggerOptions(env.LOG_LEVEL), name: 'gateway' });
+  // OpenTelemetry traces when OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_TRACES_EXPORTER) asks for them;
+  // started before the app is built, which installs its request spans only then.
+  const tracing = await startTracing({ serviceName: 'loopline-gateway' });
+  if (tracing) bootLogger.info('tracing on (OpenTelemetry)');
   await migrateWhenReady(db, {
     onRetry: (err, attempt, waitMs) =>
       bootLogger.warn({ err, attempt, waitMs }, 'database not reachable at start, retrying'),
@@ -90,6 +95,7 @@ export async function main(): Promise<void> {
       await queues.close();
       redis.disconnect();
       await closeDb(db);
+      await tracing?.shutdown();
       app.log.info('stopped');
     } catch (err) {
       app.log.error({ err }, 'shutdown failed');

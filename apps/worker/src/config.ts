@@ -10,6 +10,7 @@ import {
   redisEnv,
   runtimeFlagsEnv,
 } from '@loopline/core';
+import { tracingEnv } from '@loopline/telemetry';
 import { z } from 'zod';
 import { defaultFairness } from './fairness/options.ts';
 import { defaultWorkerOptions } from './worker.ts';
@@ -100,6 +101,7 @@ export const workerJobsEnv = z.object({
   WORKER_TITLE_CONCURRENCY: concurrency(c.title, 'title'),
   WORKER_BATCH_CONCURRENCY: concurrency(c.batch, 'batch parent'),
   WORKER_BATCH_ITEM_CONCURRENCY: concurrency(c.batchItem, 'batch conversation'),
+  WORKER_WEBHOOK_CONCURRENCY: concurrency(c.webhook, 'event webhook delivery'),
   WORKER_JOB_LOCK_MS: envMs(defaultWorkerOptions.jobLockMs, 'BullMQ job lock', {
     min: 100,
     max: 3_600_000,
@@ -154,6 +156,7 @@ export const workerEnv = z.object({
   ...workerJobsEnv.shape,
   ...webhookEnv.shape,
   ...workerMetricsEnv.shape,
+  ...tracingEnv.shape,
 });
 export type WorkerEnv = z.output<typeof workerEnv>;
 

@@ -1,6 +1,7 @@
 import { acquireFenceWithSession, type SessionInfo, StaleFenceError } from '@loopline/db';
 import { acquireLease } from '@loopline/queue';
 import { DelayedError, type Job } from 'bullmq';
+import type { Logger } from 'pino';
 import { cancellationSignalOf } from './control/abort.ts';
 import type { WorkerDeps } from './deps.ts';
 import { SessionWriter } from './session-writer.ts';
@@ -16,6 +17,27 @@ export interface LeasedContext {
   attempt: number;
   /** The session row as acquiring the fence left it (no getSession needed right after). */
   session: SessionInfo;
+  /**
+   * The job's logger: every line carries tenantId, sessionId, jobId, queue, attempt and fence, so
+   * one `jq 'select(.sessionId == …)'` follows a session through every runner.
+   */
+  log: Logger;
+}
+
+/** The bindings of a session job's log lines (before a fence is known: without it). */
+export function jobLogBindings(
+  job: Job<{ tenantId: string; sessionId: string }>,
+  fence?: number,
+): Record<string, unknown> {
+  const { tenantId, sessionId } = job.data;
+  return {
+    tenantId,
+    sessionId,
+    jobId: job.id,
+    queue: job.queueName,
+    attempt: job.attemptsMade + 1,
+    ...(fence !== undefined ? { fence } : {}),
+  };
 }
 
 export async function withSessionLease<T>(
@@ -32,14 +54,17 @@ export async function withSessionLease<T>(
     await job.moveToDelayed(Date.now() + deps.lockRetryMs + jitter, token);
     throw new DelayedError();
   }
+  let fenced: number | undefined;
   try {
     const { fence, session } = await acquireFenceWithSession(deps.db, tenantId, sessionId);
+    fenced = fence;
+    const log = deps.logger.child(jobLogBindings(job, fence));
     const writer = new SessionWriter(deps, { tenantId, sessionId, fence });
     // A step job's own cancellation signal (BullMQ's, aborted by an abort broadcast: control/abort.ts)
     // is combined with the lease's: either stops the model stream and the tools.
     const jobSignal = cancellationSignalOf(job);
     const signal = jobSignal ? AbortSignal.any([lease.signal, jobSignal]) : lease.signal;
-    const result = await work({ writer, signal, attempt: job.attemptsMade + 1, session });
+    const result = await work({ writer, signal, attempt: job.attemptsMade + 1, session, log });
     // The work stopped because the lease was lost (e.g. this worker froze past its TTL): make
     // sure the session is woken again in case the runner that took over dies too.
     if (lease.lost) await resumeLater(deps, tenantId, sessionId);
@@ -48,7 +73,7 @@ export async function withSessionLease<T>(
     if (err instanceof StaleFenceError || lease.lost) {
       deps.metrics?.superseded(job, err instanceof StaleFenceError ? 'stale_fence' : 'lock_lost');
       deps.logger.warn(
-        { tenantId, sessionId, jobId: job.id, queue: job.queueName, err: (err as Error).message },
+        { ...jobLogBindings(job, fenced), err: (err as Error).message },
         'superseded by a newer runner',
       );
       // If the runner that superseded us dies too (a frozen worker that woke up past its TTL can

@@ -1,8 +1,9 @@
 import { ConfigError } from '@loopline/core';
 import { createDb, migrateWhenReady } from '@loopline/db';
 import { policiesFromConfig, secretBoxFromEnv } from '@loopline/egress';
-import { createTokenizer, providersFromEnv } from '@loopline/llm';
+import { createTokenizer, enableModelTracing, providersFromEnv } from '@loopline/llm';
 import { createQueues, createRedis, keySpace, type RedisConfig } from '@loopline/queue';
+import { startTracing } from '@loopline/telemetry';
 import type { Logger } from 'pino';
 import { type WorkerEnv, workerConfigFromEnv } from './config.ts';
 import type { WorkerDeps } from './deps.ts';
@@ -66,7 +67,11 @@ export function depsFromEnv(
 
 async function main() {
   const env = workerConfigFromEnv(process.env);
+  // OpenTelemetry traces when OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_TRACES_EXPORTER) asks for them.
+  const tracing = await startTracing({ serviceName: 'loopline-worker' });
+  if (tracing) enableModelTracing();
   const deps = depsFromEnv(env);
+  if (tracing) deps.logger.info('tracing on (OpenTelemetry)');
   await migrateWhenReady(deps.db, {
     onRetry: (err, attempt, waitMs) =>
       deps.logger.warn({ err, attempt, waitMs }, 'database not reachable at start, retrying'),
@@ -81,6 +86,7 @@ async function main() {
       title: env.WORKER_TITLE_CONCURRENCY,
       batch: env.WORKER_BATCH_CONCURRENCY,
       batchItem: env.WORKER_BATCH_ITEM_CONCURRENCY,
+      webhook: env.WORKER_WEBHOOK_CONCURRENCY,
     },
     jobLockMs: env.WORKER_JOB_LOCK_MS,
     stalledIntervalMs: env.WORKER_STALLED_INTERVAL_MS,
@@ -114,6 +120,7 @@ async function main() {
     await deps.queues.close();
     deps.redis.disconnect();
     await deps.db.destroy();
+    await tracing?.shutdown().catch((err) => deps.logger.warn({ err }, 'trace export at shutdown failed'));
     process.exit(0);
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));

@@ -15,6 +15,10 @@ import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client
 //                        (+ a `tenant` label only with tenantLabels: one series per tenant × model)
 //   loopline_tool_calls_total{outcome}, loopline_tool_duration_seconds{outcome}
 //   loopline_compactions_total{rung,reason}               completed compactions
+//   loopline_compaction_duration_seconds{rung,reason}     a compaction run, summary request → commit
+//   loopline_compaction_saved_tokens{rung,reason}         tokens before − after of one compaction
+//   loopline_provider_errors_total{purpose,kind,class}    failed model requests by error class
+//   loopline_webhook_deliveries_total{outcome}            event webhook attempts: delivered, retried, failed
 //   loopline_prune_parts_total{purpose}, loopline_prune_saved_tokens_total{purpose}
 //   loopline_lock_waits_total{queue}                      jobs delayed because the session was locked
 //   loopline_fence_rejections_total{queue,cause}          runs superseded (StaleFenceError, lock lost)
@@ -32,6 +36,8 @@ export interface ModelCall {
   seconds: number;
   outcome: 'finish' | 'error' | 'aborted';
   usage?: Usage | undefined;
+  /** The classified provider error of an `error` outcome (packages/llm classifyError). */
+  error?: { kind: string; status?: number | undefined; code?: string | undefined } | undefined;
 }
 
 export type SupersededCause = 'stale_fence' | 'lock_lost';
@@ -46,9 +52,12 @@ export interface WorkerMetrics {
   superseded(job: { queueName: string }, cause: SupersededCause): void;
   modelCall(call: ModelCall): void;
   toolCall(outcome: 'completed' | 'error', seconds: number): void;
-  compaction(rung: string, reason: string): void;
+  /** A completed compaction; `done` adds its duration and the tokens it saved to the histograms. */
+  compaction(rung: string, reason: string, done?: { seconds: number; tokensSaved: number }): void;
   pruned(purpose: string, parts: number, tokens: number): void;
   title(outcome: 'generated' | 'failed' | 'skipped'): void;
+  /** An event webhook attempt (processors/webhook.ts). */
+  webhookDelivery(outcome: 'delivered' | 'retried' | 'failed'): void;
 }
 
 export interface WorkerMetricsOptions {
@@ -64,6 +73,21 @@ export interface WorkerMetricsOptions {
 const JOB_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 const MODEL_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300];
 const TOOL_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+const COMPACTION_BUCKETS = [0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300];
+const SAVED_TOKEN_BUCKETS = [1_000, 5_000, 10_000, 25_000, 50_000, 100_000, 200_000, 500_000, 1_000_000];
+
+/**
+ * A provider error's class, bounded for a label: the HTTP status (`429`, `500`), else a network
+ * or provider code (`ECONNREFUSED`, `context_length_exceeded`), else `unknown`.
+ */
+export function providerErrorClass(error: {
+  status?: number | undefined;
+  code?: string | undefined;
+}): string {
+  if (error.status !== undefined) return String(error.status);
+  if (error.code && /^[A-Za-z0-9_.-]{1,40}$/.test(error.code)) return error.code;
+  return 'unknown';
+}
 
 /** How a job that threw ended, as BullMQ sees it: moved elsewhere on purpose, or failed. */
 function thrownOutcome(err: unknown): string {
@@ -135,6 +159,26 @@ export function createWorkerMetrics(opts: WorkerMetricsOptions = {}): WorkerMetr
     labelNames: ['rung', 'reason'] as const,
     registers,
   });
+  const compactionDuration = new Histogram({
+    name: 'loopline_compaction_duration_seconds',
+    help: 'Compaction run duration (summary model calls included) by ladder rung and reason',
+    labelNames: ['rung', 'reason'] as const,
+    buckets: COMPACTION_BUCKETS,
+    registers,
+  });
+  const compactionSaved = new Histogram({
+    name: 'loopline_compaction_saved_tokens',
+    help: 'Tokens a compaction saved (estimate before minus after), by ladder rung and reason',
+    labelNames: ['rung', 'reason'] as const,
+    buckets: SAVED_TOKEN_BUCKETS,
+    registers,
+  });
+  const providerErrors = new Counter({
+    name: 'loopline_provider_errors_total',
+    help: 'Failed model requests by purpose, kind (retryable, overflow, terminal) and class (HTTP status or error code)',
+    labelNames: ['purpose', 'kind', 'class'] as const,
+    registers,
+  });
   const pruneParts = new Counter({
     name: 'loopline_prune_parts_total',
     help: 'Tool outputs cleared by prune passes, by purpose (idle, compact)',
@@ -166,6 +210,13 @@ export function createWorkerMetrics(opts: WorkerMetricsOptions = {}): WorkerMetr
     registers,
   });
 
+  const webhookDeliveries = new Counter({
+    name: 'loopline_webhook_deliveries_total',
+    help: 'Event webhook attempts by outcome (delivered, retried, failed for good)',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+
   // Jobs a lease runner marked superseded (it returns normally, so the wrapper cannot tell).
   const supersededJobs = new WeakSet<object>();
 
@@ -192,6 +243,8 @@ export function createWorkerMetrics(opts: WorkerMetricsOptions = {}): WorkerMetr
     modelCall(call) {
       const { model, purpose } = call;
       modelDuration.observe({ model, purpose, outcome: call.outcome }, call.seconds);
+      if (call.error && call.error.kind !== 'aborted')
+        providerErrors.inc({ purpose, kind: call.error.kind, class: providerErrorClass(call.error) });
       const u = call.usage;
       if (!u) return;
       const labels = tenantLabels ? { tenant: call.tenantId, model, purpose } : { model, purpose };
@@ -203,8 +256,11 @@ export function createWorkerMetrics(opts: WorkerMetricsOptions = {}): WorkerMetr
       toolCalls.inc({ outcome });
       toolDuration.observe({ outcome }, seconds);
     },
-    compaction(rung, reason) {
+    compaction(rung, reason, done) {
       compactions.inc({ rung, reason });
+      if (!done) return;
+      compactionDuration.observe({ rung, reason }, done.seconds);
+      compactionSaved.observe({ rung, reason }, Math.max(0, done.tokensSaved));
     },
     pruned(purpose, parts, tokens) {
       if (parts <= 0) return;
@@ -213,6 +269,9 @@ export function createWorkerMetrics(opts: WorkerMetricsOptions = {}): WorkerMetr
     },
     title(outcome) {
       titles.inc({ outcome });
+    },
+    webhookDelivery(outcome) {
+      webhookDeliveries.inc({ outcome });
     },
   };
 }

@@ -3,11 +3,14 @@ import { type FencedRow, type FencedSessionPatch, type Trx, withFence } from '@l
 import { publishEvents } from '@loopline/queue';
 import type { WorkerDeps } from './deps.ts';
 import { afterRunStopped } from './fairness/loop-stopped.ts';
+import { enqueueWebhookEvents } from './webhooks/enqueue.ts';
+import { webhookEventsOf } from './webhooks/events.ts';
 
 // Every write a runner makes goes through here: one PostgreSQL transaction that first checks the
 // fence (a stale runner's write throws StaleFenceError and rolls back), then the session's
 // events are published to its Redis stream — after the commit, never before. A status that ends
-// the run (idle, error, waiting) then frees the tenant slot and wakes the batch item (fairness/).
+// the run (idle, error, waiting) then frees the tenant slot and wakes the batch item (fairness/),
+// and the events a tenant subscribed to become webhook deliveries (webhooks/).
 
 export interface Fenced {
   tenantId: string;
@@ -37,6 +40,7 @@ export class SessionWriter {
     );
     await this.publish(events);
     await afterRunStopped(this.deps, this.ctx, events);
+    await enqueueWebhookEvents(this.deps, this.ctx.tenantId, webhookEventsOf(this.ctx, events));
     return result;
   }
 
@@ -50,6 +54,7 @@ export class SessionWriter {
     const result = await fn((e) => events.push(e));
     await this.publish(events);
     await afterRunStopped(this.deps, this.ctx, events);
+    await enqueueWebhookEvents(this.deps, this.ctx.tenantId, webhookEventsOf(this.ctx, events));
     return result;
   }
 

@@ -1,5 +1,7 @@
-import { duplicateRedis, JOBS, type JobKind } from '@loopline/queue';
-import { type Job, MetricsTime, type Processor, Worker } from 'bullmq';
+import { duplicateRedis, JOBS, type JobKind, jobTraceparent } from '@loopline/queue';
+import { contextFromTraceparent, sessionAttributes, tracingActive, withSpan } from '@loopline/telemetry';
+import { SpanKind } from '@opentelemetry/api';
+import { DelayedError, type Job, MetricsTime, type Processor, WaitingChildrenError, Worker } from 'bullmq';
 import { listenForAborts, SessionJobs, trackSessionJob } from './control/abort.ts';
 import type { WorkerDeps } from './deps.ts';
 import { processBackground } from './processors/background.ts';
@@ -9,6 +11,7 @@ import { processCompact } from './processors/compact.ts';
 import { processPrune } from './processors/prune.ts';
 import { processStep } from './processors/step.ts';
 import { processTitle } from './processors/title.ts';
+import { processWebhook } from './processors/webhook.ts';
 import { processReconcile } from './reconcile.ts';
 
 // Starts one BullMQ Worker per queue of the catalog, each parsing its payload at dequeue.
@@ -21,7 +24,16 @@ export interface WorkerOptions {
 }
 
 export const defaultWorkerOptions: WorkerOptions = {
-  concurrency: { step: 16, compact: 4, prune: 4, background: 2, title: 2, batch: 2, batchItem: 16 },
+  concurrency: {
+    step: 16,
+    compact: 4,
+    prune: 4,
+    background: 2,
+    title: 2,
+    batch: 2,
+    batchItem: 16,
+    webhook: 8,
+  },
   jobLockMs: 30_000,
   stalledIntervalMs: 15_000,
 };
@@ -46,6 +58,7 @@ export const processors: Processors = {
   batch: processBatch,
   batchItem: processBatchItem,
   reconcile: processReconcile,
+  webhook: processWebhook,
 };
 
 export function startWorkers(deps: WorkerDeps, opts: WorkerOptions = defaultWorkerOptions): Worker[] {
@@ -57,8 +70,7 @@ export function startWorkers(deps: WorkerDeps, opts: WorkerOptions = defaultWork
     const run = processors[kind];
     if (!run) continue;
     // Three parameters: BullMQ then hands each job a cancellation signal (worker.cancelJob).
-    const processor: Processor = async (job, token, signal) => {
-      job.data = JOBS[kind].schema.parse(job.data);
+    const execute = async (job: Job, token: string | undefined, signal: AbortSignal | undefined) => {
       const untrack = ABORTABLE.has(kind) ? trackSessionJob(sessionJobs, job, worker, signal) : undefined;
       try {
         if (deps.metrics) await deps.metrics.observeJob(job, () => run(deps, job, token));
@@ -66,6 +78,30 @@ export function startWorkers(deps: WorkerDeps, opts: WorkerOptions = defaultWork
       } finally {
         untrack?.();
       }
+    };
+    const processor: Processor = async (job, token, signal) => {
+      const traceparent = jobTraceparent(job.data); // read before parsing, which drops it
+      job.data = JOBS[kind].schema.parse(job.data);
+      if (!tracingActive()) return execute(job, token, signal);
+      // One span per job run, continuing the trace of whoever added the job (a gateway request
+      // or the job before it): a message, its steps, tools and compactions form one trace.
+      return withSpan(
+        `${kind} job`,
+        {
+          kind: SpanKind.CONSUMER,
+          parent: contextFromTraceparent(traceparent),
+          attributes: {
+            ...sessionAttributes(job.data),
+            'messaging.system': 'bullmq',
+            'messaging.destination.name': JOBS[kind].queue,
+            'messaging.message.id': job.id ?? '',
+            'loopline.job.attempt': job.attemptsMade + 1,
+          },
+          // Put back on purpose (a busy session lock, a tenant limit), not failed.
+          expected: (err) => err instanceof DelayedError || err instanceof WaitingChildrenError,
+        },
+        () => execute(job, token, signal),
+      );
     };
     const worker = new Worker(JOBS[kind].queue, processor, {
       connection: duplicateRedis(deps.redis, { maxRetriesPerRequest: null }),
@@ -77,12 +113,14 @@ export function startWorkers(deps: WorkerDeps, opts: WorkerOptions = defaultWork
       // Per-minute completed/failed counts kept in Redis: bullmq_job_{completed,failed}_total on /metrics.
       metrics: { maxDataPoints: MetricsTime.ONE_WEEK },
     });
-    worker.on('failed', (job, err) =>
+    worker.on('failed', (job, err) => {
+      // A webhook attempt that failed is logged by its processor (warn, with the endpoint's answer).
+      if (kind === 'webhook') return;
       deps.logger.error(
         { err, jobId: job?.id, queue: kind, tenantId: job?.data?.tenantId, sessionId: job?.data?.sessionId },
         'job failed',
-      ),
-    );
+      );
+    });
     worker.on('error', (err) => deps.logger.error({ err, queue: kind }, 'worker error'));
     workers.push(worker);
   }

@@ -534,6 +534,94 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a webhook subscription
+         * @description The subscription without its secret. 404 for an unknown name.
+         */
+        get: operations["getV1WebhooksName"];
+        /**
+         * Create (201) or update (200) a webhook subscription
+         * @description Loopline POSTs each subscribed event as JSON `{id, type, timestamp, data}` to the URL, signed with the Standard Webhooks scheme (`webhook-id` = the event id, stable across retries; `webhook-timestamp`; `webhook-signature: v1,<base64 HMAC-SHA256>`). The secret is returned once, when the subscription is created or `rotateSecret` is set. Events: session.idle, session.error, session.waiting (client tools or subagents), compaction.completed, batch.completed. Failed deliveries are retried with backoff, then marked failed; the URL obeys the egress rules of webhook tools (private addresses refused unless the operator allows them).
+         */
+        put: operations["putV1WebhooksName"];
+        post?: never;
+        /**
+         * Delete a webhook subscription
+         * @description No more deliveries; pending ones end as failed. Its delivery history stays listed.
+         */
+        delete: operations["deleteV1WebhooksName"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook subscriptions
+         * @description Every subscription of the authenticated tenant, without secrets.
+         */
+        get: operations["getV1Webhooks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{name}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the deliveries of a subscription
+         * @description Newest first: each event sent (or being sent), its status (pending, delivered, failed), attempts, the last HTTP status and error, and the body.
+         */
+        get: operations["getV1WebhooksNameDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{name}/deliveries/{id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver an event again
+         * @description Sends the delivery again (same event id and body, a fresh signature), with the usual retries. 202; 404 for an unknown subscription or delivery.
+         */
+        post: operations["postV1WebhooksNameDeliveriesIdRedeliver"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/chat": {
         parameters: {
             query?: never;
@@ -4510,6 +4598,514 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Batch"];
+                };
+            };
+            /** @description Every error response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getV1WebhooksName: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Agent or tool name: letters, digits, "_" and "-", 1–64 characters */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A webhook subscription (its secret is never shown again) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        name: string;
+                        url: string;
+                        events: ("session.idle" | "session.error" | "session.waiting" | "compaction.completed" | "batch.completed")[];
+                        enabled: boolean;
+                        /** @description ISO 8601 timestamp */
+                        createdAt: string;
+                        /** @description ISO 8601 timestamp */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description Every error response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    putV1WebhooksName: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Agent or tool name: letters, digits, "_" and "-", 1–64 characters */
+                name: string;
+            };
+            cookie?: never;
+        };
+        /** @description A webhook subscription */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description Where the events are POSTed (http or https; the same egress rules as webhook tools)
+                     */
+                    url: string;
+                    /** @description The event types to deliver */
+                    events: ("session.idle" | "session.error" | "session.waiting" | "compaction.completed" | "batch.completed")[];
+                    /**
+                     * @description A disabled subscription gets no new deliveries
+                     * @default true
+                     */
+                    enabled?: boolean;
+                    /**
+                     * @description Replace the signing secret of an existing subscription (returned once, like the first)
+                     * @default false
+                     */
+                    rotateSecret?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The saved subscription; its signing secret when it was just created or rotated */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        name: string;
+                        url: string;
+                        events: ("session.idle" | "session.error" | "session.waiting" | "compaction.completed" | "batch.completed")[];
+                        enabled: boolean;
+                        /** @description ISO 8601 timestamp */
+                        createdAt: string;
+                        /** @description ISO 8601 timestamp */
+                        updatedAt: string;
+                        /** @description The Standard Webhooks signing secret (`whsec_…`), present only when it was just created or rotated */
+                        secret?: string;
+                    };
+                };
+            };
+            /** @description The saved subscription; its signing secret when it was just created or rotated */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        name: string;
+                        url: string;
+                        events: ("session.idle" | "session.error" | "session.waiting" | "compaction.completed" | "batch.completed")[];
+                        enabled: boolean;
+                        /** @description ISO 8601 timestamp */
+                        createdAt: string;
+                        /** @description ISO 8601 timestamp */
+                        updatedAt: string;
+                        /** @description The Standard Webhooks signing secret (`whsec_…`), present only when it was just created or rotated */
+                        secret?: string;
+                    };
+                };
+            };
+            /** @description Every error response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteV1WebhooksName: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Agent or tool name: letters, digits, "_" and "-", 1–64 characters */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        deleted: true;
+                    };
+                };
+            };
+            /** @description Every error response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getV1Webhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every webhook subscription of the tenant */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        webhooks: {
+                            name: string;
+                            url: string;
+                            events: ("session.idle" | "session.error" | "session.waiting" | "compaction.completed" | "batch.completed")[];
+                            enabled: boolean;
+                            /** @description ISO 8601 timestamp */
+                            createdAt: string;
+                            /** @description ISO 8601 timestamp */
+                            updatedAt: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Every error response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getV1WebhooksNameDeliveries: {
+        parameters: {
+            query?: {
+                /** @description How many (newest first), 1–500 */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Agent or tool name: letters, digits, "_" and "-", 1–64 characters */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deliveries of the subscription, newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        deliveries: {
+                            id: string;
+                            /** @description Stable across retries and re-deliveries (the `webhook-id` header) */
+                            eventId: string;
+                            /**
+                             * @description An event a subscription can receive
+                             * @enum {string}
+                             */
+                            eventType: "session.idle" | "session.error" | "session.waiting" | "compaction.completed" | "batch.completed";
+                            /** @enum {string} */
+                            status: "pending" | "delivered" | "failed";
+                            /** @description HTTP attempts so far */
+                            attempts: number;
+                            /** @description HTTP status of the last attempt */
+                            lastStatus: number | null;
+                            /** @description Why the last attempt failed */
+                            lastError: string | null;
+                            /** @description The request body */
+                            payload: {
+                                [key: string]: unknown;
+                            };
+                            /** @description ISO 8601 timestamp */
+                            createdAt: string;
+                            deliveredAt: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Every error response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postV1WebhooksNameDeliveriesIdRedeliver: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Subscription name */
+                name: string;
+                /** @description Delivery id (whd_…) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery, pending again */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description One event sent (or being sent) to one subscription
+                         * @example {
+                         *       "id": "whd_5f0c2a9e1b7d4c3a8e6f0b1d",
+                         *       "eventId": "evt_2b8f0d6c4a1e9f7b3c5d0a2e4f6b8d1c",
+                         *       "eventType": "session.idle",
+                         *       "status": "delivered",
+                         *       "attempts": 1,
+                         *       "lastStatus": 200,
+                         *       "lastError": null,
+                         *       "payload": {
+                         *         "id": "evt_2b8f0d6c4a1e9f7b3c5d0a2e4f6b8d1c",
+                         *         "type": "session.idle",
+                         *         "timestamp": "2026-05-01T09:00:01.000Z",
+                         *         "data": {
+                         *           "tenantId": "ten_0lq7w2k3a9x1f3bq8vwz2c",
+                         *           "sessionId": "ses_0lq7w2k3a9x1f3bq8vwz2c"
+                         *         }
+                         *       },
+                         *       "createdAt": "2026-05-01T09:00:01.000Z",
+                         *       "deliveredAt": "2026-05-01T09:00:01.200Z"
+                         *     }
+                         */
+                        delivery: {
+                            id: string;
+                            /** @description Stable across retries and re-deliveries (the `webhook-id` header) */
+                            eventId: string;
+                            /**
+                             * @description An event a subscription can receive
+                             * @enum {string}
+                             */
+                            eventType: "session.idle" | "session.error" | "session.waiting" | "compaction.completed" | "batch.completed";
+                            /** @enum {string} */
+                            status: "pending" | "delivered" | "failed";
+                            /** @description HTTP attempts so far */
+                            attempts: number;
+                            /** @description HTTP status of the last attempt */
+                            lastStatus: number | null;
+                            /** @description Why the last attempt failed */
+                            lastError: string | null;
+                            /** @description The request body */
+                            payload: {
+                                [key: string]: unknown;
+                            };
+                            /** @description ISO 8601 timestamp */
+                            createdAt: string;
+                            deliveredAt: string | null;
+                        };
+                    };
                 };
             };
             /** @description Every error response */

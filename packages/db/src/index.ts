@@ -157,6 +157,19 @@ export {
   type ToolOutput,
 } from './repo/tool-outputs.ts';
 export { getTool, getToolSigningSecret, getToolsByName, listTools, putTool } from './repo/tools.ts';
+export {
+  deleteWebhookSubscription,
+  getWebhookDelivery,
+  getWebhookSubscription,
+  insertWebhookDeliveries,
+  listWebhookDeliveries,
+  listWebhookSubscriptions,
+  putWebhookSubscription,
+  recordWebhookAttempt,
+  resetWebhookDelivery,
+  type WebhookDelivery,
+  type WebhookSubscription,
+} from './repo/webhooks.ts';
 export type { DB } from './schema.ts';
 export type {
   BatchItemResult,
@@ -167,3 +180,4 @@ export type {
 export type { CompactionReason, CompactionStatus } from './tables/compaction.table.ts';
 export type { LastUsage } from './tables/session.table.ts';
 export type { StepEstimate, StepKind, StepOutcome } from './tables/step.table.ts';
+export type { WebhookDeliveryStatus } from './tables/webhook.table.ts';

@@ -8,6 +8,7 @@ import type { SessionTable } from './tables/session.table.ts';
 import type { StepTable } from './tables/step.table.ts';
 import type { ApiKeyTable, TenantTable } from './tables/tenant.table.ts';
 import type { ToolOutputTable } from './tables/tool-output.table.ts';
+import type { WebhookDeliveryTable, WebhookSubscriptionTable } from './tables/webhook.table.ts';
 
 // The database as kysely sees it: table name → row interface. Must match migrations/.
 
@@ -26,4 +27,6 @@ export interface DB {
   idempotency_keys: IdempotencyKeyTable;
   batches: BatchTable;
   batch_items: BatchItemTable;
+  webhook_subscriptions: WebhookSubscriptionTable;
+  webhook_deliveries: WebhookDeliveryTable;
 }

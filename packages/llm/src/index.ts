@@ -3,6 +3,7 @@
 
 export { ClassifiedError, classifyError, type ErrorKind, retryAfterMs } from './errors.ts';
 export type { LlmEvent, LlmEventType } from './events.ts';
+export { enableModelTracing } from './model-tracing.ts';
 export {
   agentLimits,
   capabilitiesFor,

@@ -29,6 +29,8 @@ export interface StepRequest {
   temperature?: number;
   abortSignal?: AbortSignal;
   providerOptions?: ProviderOptions;
+  /** Names the call in traces (`step`, `summary`, `title`); see model-tracing.ts. */
+  purpose?: string;
   /** What the server's chat template accepts (capabilities): role alternation, a system role. */
   template?: { strictAlternation?: boolean; systemRole?: boolean };
 }
@@ -75,6 +77,9 @@ export async function* streamStep(req: StepRequest): AsyncGenerator<LlmEvent, vo
       abortSignal: signal,
       providerOptions: req.providerOptions,
       maxRetries: 0,
+      // Spans only when model tracing is on (model-tracing.ts), and never with the prompt or the
+      // answer in them: usage, model, timings.
+      telemetry: { functionId: req.purpose ?? 'step', recordInputs: false, recordOutputs: false },
       // Errors arrive as `error` parts; the default handler would print them to the console.
       onError: () => {},
     });

@@ -96,6 +96,24 @@ export const ReconcileJob = z.object({
 });
 export type ReconcileJob = z.infer<typeof ReconcileJob>;
 
+/** The events a tenant can subscribe to (PUT /v1/webhooks/:name); produced by the worker. */
+export const WEBHOOK_EVENT_TYPES = [
+  'session.idle',
+  'session.error',
+  'session.waiting',
+  'compaction.completed',
+  'batch.completed',
+] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/** Associated data binding a sealed subscription signing secret to its tenant and name. */
+export const webhookSecretAad = (tenantId: string, name: string): string =>
+  `webhook-subscription-secret:${tenantId}:${name}`;
+
+/** One delivery of an event to a tenant's webhook subscription (apps/worker/src/webhooks/). */
+export const WebhookJob = z.object({ tenantId: z.string(), deliveryId: z.string() });
+export type WebhookJob = z.infer<typeof WebhookJob>;
+
 const retry = { attempts: 12, backoff: { type: 'exponential', delay: 250 } } as const;
 const keep = { removeOnComplete: { age: 86_400, count: 50_000 }, removeOnFail: { age: 7 * 86_400 } } as const;
 
@@ -111,6 +129,14 @@ export const JOBS = {
     queue: 'loopline-title',
     schema: TitleJob,
     options: { attempts: 3, backoff: { type: 'exponential', delay: 2_000 }, ...keep },
+  },
+  // Event webhooks: retried with backoff (1 s, 2 s, 4 s … about 17 min in all over 10 attempts),
+  // then the delivery is `failed` and can be re-delivered by hand. Its own queue: a dead endpoint
+  // only ever holds webhook workers, never the loop's.
+  webhook: {
+    queue: 'loopline-webhook',
+    schema: WebhookJob,
+    options: { attempts: 10, backoff: { type: 'exponential', delay: 1_000 }, ...keep },
   },
   // One run per period; the next run is the retry. Keep a short history for Bull Board.
   reconcile: {

@@ -1,3 +1,4 @@
+import { currentTraceparent } from '@loopline/telemetry';
 import { FlowProducer, type JobsOptions, Queue } from 'bullmq';
 import { JOBS, type JobData, type JobKind } from './jobs.ts';
 import type { KeySpace } from './keys.ts';
@@ -29,7 +30,10 @@ export function createQueues(connection: RedisClient, keys: KeySpace): Queues {
     ...queues,
     async add(kind, jobId, data, opts) {
       const parsed = JOBS[kind].schema.parse(data);
-      await queues[kind].add(kind, parsed, { ...opts, jobId });
+      // Tracing on: the job continues the caller's trace (a W3C traceparent next to the ids;
+      // the worker reads it before parsing, which strips it). See jobTraceparent.
+      const trace = currentTraceparent();
+      await queues[kind].add(kind, trace ? { ...parsed, [TRACE_FIELD]: trace } : parsed, { ...opts, jobId });
     },
     async close() {
       await Promise.all([...Object.values(queues).map((q) => q.close()), flows?.close()]);
@@ -56,3 +60,12 @@ export const jobIds = {
   /** One title job per session: adding it again is a no-op while BullMQ keeps the first. */
   title: (sessionId: string) => `title-${sessionId}`,
 };
+
+/** Job data field of the trace context (not part of any job schema: parsing drops it). */
+export const TRACE_FIELD = 'traceparent';
+
+/** The trace context a job was added in, if it was traced. */
+export function jobTraceparent(data: unknown): string | undefined {
+  const value = data && typeof data === 'object' ? (data as Record<string, unknown>)[TRACE_FIELD] : undefined;
+  return typeof value === 'string' ? value : undefined;
+}

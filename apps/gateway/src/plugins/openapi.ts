@@ -81,6 +81,7 @@ export async function registerOpenApi(app: FastifyInstance, publicUrl?: string):
         { name: 'sessions', description: 'Sessions, messages, events and compaction' },
         { name: 'chat', description: 'AI SDK UI (useChat) message streams over a session' },
         { name: 'batches', description: 'Many conversations at once, results as JSONL' },
+        { name: 'webhooks', description: 'Event webhooks: subscriptions and their deliveries' },
         { name: 'health', description: 'Liveness and readiness' },
         { name: 'operations', description: 'Prometheus metrics (operator token)' },
       ],

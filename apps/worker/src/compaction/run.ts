@@ -14,6 +14,7 @@ import {
 import type { CompactionReason } from '@loopline/db';
 import { agentLimits, capabilitiesFor, tokenizerFamily } from '@loopline/llm';
 import { PRIORITY } from '@loopline/queue';
+import { sessionAttributes, withSpan } from '@loopline/telemetry';
 import type { Logger } from 'pino';
 import { isUserAbort } from '../control/abort.ts';
 import type { WorkerDeps } from '../deps.ts';
@@ -111,15 +112,34 @@ export async function runCompaction(
   const started = Date.now();
   let result: Awaited<ReturnType<typeof runLadder>>;
   try {
-    result = await runLadder(deps, {
-      ctx,
-      range,
-      model,
-      summaryMessageId: summaryId,
-      writer,
-      signal: input.signal,
-      log,
-    });
+    // A span around the ladder (tracing on): the summary model calls are its children.
+    result = await withSpan(
+      'compaction',
+      {
+        attributes: {
+          ...sessionAttributes(writer.ctx),
+          'loopline.compaction.reason': reasonOf(range.part),
+          'loopline.compaction.tokens_before': ctx.estimate,
+          'loopline.compaction.model': model.ref,
+        },
+      },
+      async (span) => {
+        const done = await runLadder(deps, {
+          ctx,
+          range,
+          model,
+          summaryMessageId: summaryId,
+          writer,
+          signal: input.signal,
+          log,
+        });
+        span.setAttributes({
+          'loopline.compaction.rung': done.rung,
+          'loopline.compaction.tokens_after': done.tokensAfter,
+        });
+        return done;
+      },
+    );
   } catch (err) {
     if (!isUserAbort(input.signal)) throw err;
     await abandonSummary(writer, opened, errorData('AbortedError', 'the session was aborted'));
@@ -149,7 +169,10 @@ export async function runCompaction(
     return next;
   }
   const next = await commitCompaction(writer, { ctx, range, opened, result, model: model.ref });
-  deps.metrics?.compaction(result.rung, reasonOf(range.part));
+  deps.metrics?.compaction(result.rung, reasonOf(range.part), {
+    seconds: (Date.now() - started) / 1000,
+    tokensSaved: ctx.estimate - result.tokensAfter,
+  });
   log.info(
     {
       rung: result.rung,

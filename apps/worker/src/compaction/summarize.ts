@@ -104,6 +104,7 @@ async function summarizeOnce(deps: WorkerDeps, input: SummarizeInput): Promise<A
   let failure: ClassifiedError | undefined;
   const started = performance.now();
   const events = streamStep({
+    purpose: 'summary',
     model: await modelFor(deps, model.owner, model, model.ref),
     system: [COMPACTION_SYSTEM_PROMPT],
     messages: input.messages,
@@ -141,6 +142,7 @@ async function summarizeOnce(deps: WorkerDeps, input: SummarizeInput): Promise<A
     seconds: secondsSince(started),
     outcome: signal.aborted ? 'aborted' : finish && !failure ? 'finish' : 'error',
     usage: finish?.usage,
+    ...(failure && !signal.aborted ? { error: failure } : {}),
   });
   const partIds = recorder ? [...recorder.written] : [];
   // An aborted run is closed by its caller (abandonSummary retires every part of the message).

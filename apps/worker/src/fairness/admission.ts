@@ -124,6 +124,7 @@ export function usageTokens(usage: Usage): number {
 async function waitQueued(writer: SessionWriter, ctx: SessionContext, detail: string): Promise<void> {
   if (ctx.session.status === 'queued' && ctx.session.statusDetail === detail) return;
   const { tenantId, sessionId } = writer.ctx;
+  writer.deps.logger.info({ ...writer.ctx, detail }, 'session waits for its tenant limits');
   await writer.write(async (trx, emit) => {
     await setSessionStatus(trx, tenantId, sessionId, 'queued', detail, null);
     emit({ type: 'session.status', status: 'queued', detail });

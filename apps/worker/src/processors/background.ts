@@ -19,9 +19,8 @@ export async function processBackground(
   job: Job<BackgroundCompactJob>,
   token?: string,
 ): Promise<void> {
-  await withSessionLease(deps, job, token, async ({ writer, signal, attempt }) => {
+  await withSessionLease(deps, job, token, async ({ writer, signal, attempt, log }) => {
     const { tenantId, sessionId } = writer.ctx;
-    const log = deps.logger.child({ tenantId, sessionId, jobId: job.id });
     const ctx = await loadContext(deps, tenantId, sessionId);
     if (!ctx) return;
     let markerId = resumable(ctx.view);

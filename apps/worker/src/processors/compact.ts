@@ -15,9 +15,7 @@ import { failSession } from '../session-status.ts';
 // itself, under its own fence, like a step would (the session goes idle; the job completes).
 
 export async function processCompact(deps: WorkerDeps, job: Job<CompactJob>, token?: string): Promise<void> {
-  await withSessionLease(deps, job, token, async ({ writer, signal, attempt }) => {
-    const { tenantId, sessionId } = writer.ctx;
-    const log = deps.logger.child({ tenantId, sessionId, jobId: job.id });
+  await withSessionLease(deps, job, token, async ({ writer, signal, attempt, log }) => {
     try {
       const outcome = await runCompaction(deps, writer, {
         markerId: job.data.messageId,

@@ -25,9 +25,9 @@ import type { SessionWriter } from '../session-writer.ts';
 //   ends the turn here instead: no compaction point is set for a turn that was stopped.
 
 export async function processPrune(deps: WorkerDeps, job: Job<PruneJob>, token?: string): Promise<void> {
-  await withSessionLease(deps, job, token, async ({ writer, attempt }) => {
+  await withSessionLease(deps, job, token, async ({ writer, attempt, ...lease }) => {
     const { tenantId, sessionId } = writer.ctx;
-    const log = deps.logger.child({ tenantId, sessionId, jobId: job.id, purpose: job.data.purpose });
+    const log = lease.log.child({ purpose: job.data.purpose });
     let ctx = await loadContext(deps, tenantId, sessionId);
     if (!ctx) return;
     if (job.data.purpose === 'idle' && idlePassObsolete(ctx, job.data)) {

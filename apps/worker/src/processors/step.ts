@@ -1,6 +1,8 @@
 import { compactionVerdict, decide, errorData } from '@loopline/core';
+import { setSessionStatus } from '@loopline/db';
 import { jobIds, PRIORITY, type StepJob } from '@loopline/queue';
 import type { Job } from 'bullmq';
+import type { Logger } from 'pino';
 import { cancelBackground } from '../compaction/background.ts';
 import { endAbortedTurn, isUserAbort } from '../control/abort.ts';
 import { notifyParent } from '../control/notify.ts';
@@ -31,9 +33,8 @@ import { enqueueTitle } from './title.ts';
 // needed one (pre-call estimate or provider rejection) to the prune job, which prunes first.
 
 export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: string): Promise<void> {
-  await withSessionLease(deps, job, token, async ({ writer, signal, attempt, session: fenced }) => {
+  await withSessionLease(deps, job, token, async ({ writer, signal, attempt, session: fenced, log }) => {
     const { tenantId, sessionId } = writer.ctx;
-    const log = deps.logger.child({ tenantId, sessionId, jobId: job.id });
     let ctx = await loadContext(deps, tenantId, sessionId, fenced);
     if (!ctx) return;
     // Session control (control/): a recorded abort, answers of subagents, client-call timeouts.
@@ -80,6 +81,10 @@ export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: s
     const action = decide(input);
     log.debug({ action: action.type, estimate: ctx.estimate, trigger: ctx.budget.trigger }, 'step decision');
 
+    // One info line per step outcome (no message content at info: counts, names, ids).
+    if (action.type === 'fail') log.warn({ action: action.type, error: action.error.name }, stepLine.fail);
+    else if (action.type !== 'call')
+      log.info({ action: action.type, estimate: ctx.estimate }, stepLine[action.type]);
     switch (action.type) {
       case 'exit':
         if (session.status !== 'idle') await goIdle(deps, writer, session.stepCount);
@@ -109,6 +114,7 @@ export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: s
         const admission = await admitModelCall(deps, job, token, writer, ctx, signal);
         if (!admission) return;
         let outcome: CallOutcome;
+        const started = performance.now();
         try {
           outcome = await callModel(deps, writer, {
             session,
@@ -120,6 +126,7 @@ export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: s
             estimate: ctx.prompt,
             job: { id: job.id ?? 'unknown', attempt },
             signal,
+            log,
           });
         } catch (err) {
           if (!isUserAbort(signal)) throw err;
@@ -127,6 +134,11 @@ export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: s
         }
         await admission.settle(outcome);
         const stepCount = session.stepCount + 1;
+        logCall(log, outcome, {
+          step: stepCount,
+          model: agent.model,
+          durationMs: performance.now() - started,
+        });
         switch (outcome.type) {
           case 'lost':
             // POST …/abort cancelled this job: end the turn now, keeping what was streamed.
@@ -138,6 +150,13 @@ export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: s
           case 'retry': {
             const n = trailingProviderErrors(messages) + 1;
             const delay = retryDelayMs(n, outcome.delayMs);
+            // Say why the session does not move, in its status and as an event.
+            const detail = retryDetail(outcome.cause, n, deps.maxProviderRetries, delay);
+            await writer.write(async (trx, emit) => {
+              await setSessionStatus(trx, tenantId, sessionId, 'running', detail, null);
+              emit({ type: 'session.status', status: 'running', detail });
+            });
+            log.warn({ retry: n, of: deps.maxProviderRetries, delayMs: delay }, detail);
             await next(deps, tenantId, sessionId, stepCount, delay, sessionPriority(session));
             return;
           }
@@ -213,4 +232,40 @@ async function requestCompaction(
     { tenantId, sessionId, purpose: 'compact', ...opts },
     { priority: PRIORITY.interactive },
   );
+}
+
+const stepLine = {
+  exit: 'loop exited',
+  fail: 'session failed',
+  wait: 'waiting for client tools or subagents',
+  'run-compaction': 'compaction pending: routed to the compaction job',
+  'create-compaction': 'context at its trigger: prune, then compaction',
+} as const;
+
+/** The info line of a model call's step: outcome, finish, tokens, tool calls, duration. */
+function logCall(
+  log: Logger,
+  outcome: CallOutcome,
+  at: { step: number; model: string; durationMs: number },
+): void {
+  const base = { ...at, durationMs: Math.round(at.durationMs), outcome: outcome.type };
+  if (outcome.type === 'continue') {
+    const u = outcome.usage;
+    log.info(
+      {
+        ...base,
+        finish: outcome.finish,
+        tools: outcome.tools ?? 0,
+        ...(u ? { tokensIn: u.input + u.cache.read + u.cache.write, tokensOut: u.output + u.reasoning } : {}),
+      },
+      'step finished',
+    );
+  } else if (outcome.type === 'failed') log.warn({ ...base, error: outcome.error.name }, 'step failed');
+  else log.info(base, outcome.type === 'lost' ? 'step stopped (aborted or lease lost)' : 'step finished');
+}
+
+/** `provider 429, retry 3/8 in 4 s` (no retry left: the next step ends the session). */
+export function retryDetail(cause: string, n: number, max: number, delayMs: number): string {
+  if (n >= max) return `provider ${cause}, no retries left (${n}/${max})`;
+  return `provider ${cause}, retry ${n}/${max} in ${Math.max(1, Math.round(delayMs / 1000))} s`;
 }

@@ -29,6 +29,7 @@ import {
   updatePartsCte,
 } from '@loopline/db';
 import { type LlmEvent, streamStep } from '@loopline/llm';
+import type { Logger } from 'pino';
 import { isUserAbort } from '../control/abort.ts';
 import type { WorkerDeps } from '../deps.ts';
 import { secondsSince } from '../metrics.ts';
@@ -49,8 +50,10 @@ import { StreamRecorder } from './stream-recorder.ts';
 // error; the caller decides whether to retry later, compact, or stop.
 
 export type CallOutcome =
-  | { type: 'continue'; usage?: Usage } // usage: as reported; the tenant token budget counts it
-  | { type: 'retry'; delayMs: number }
+  // usage: as reported; the tenant token budget counts it. finish and tools: for the step's log line.
+  | { type: 'continue'; usage?: Usage; finish?: string | undefined; tools?: number }
+  // cause: the provider's HTTP status or network code, for the status detail ("provider 429, …").
+  | { type: 'retry'; delayMs: number; cause: string }
   | { type: 'overflow' }
   | { type: 'failed'; error: ErrorData }
   | { type: 'lost' };
@@ -68,6 +71,8 @@ export interface CallInput {
   estimate: PromptEstimate;
   job: { id: string; attempt: number };
   signal: AbortSignal;
+  /** The job's logger (lease-runner): provider failures are logged here with their reason. */
+  log?: Logger;
 }
 
 export async function callModel(
@@ -84,8 +89,9 @@ export async function callModel(
 
   // One statement (db startAssistantStep, its own transaction): the fence check also takes the
   // message's seq, counts the step and sets the status, then the message, its step-start and the
-  // step ledger row, all conditional on the fence.
-  const starting = session.status !== 'running';
+  // step ledger row, all conditional on the fence. A running session that shows why it waited
+  // (a provider retry) gets its status written again, which clears the detail.
+  const starting = session.status !== 'running' || Boolean(session.statusDetail);
   const stepStart: Part = { id: newId('prt'), sessionId, messageId, tokens: 0, type: 'step-start' };
   const assistant = await writer.writeStatement(async (emit) => {
     const msg = await startAssistantStep(deps.db, writer.ctx, {
@@ -206,6 +212,7 @@ export async function callModel(
     seconds: secondsSince(modelStarted),
     outcome: input.signal.aborted ? 'aborted' : finish && !failure ? 'finish' : 'error',
     usage: finish?.usage,
+    ...(failure && !input.signal.aborted ? { error: failure } : {}),
   });
   await deps.racepoint?.('model:after-stream');
   if (input.signal.aborted) {
@@ -220,6 +227,17 @@ export async function callModel(
 
   if (failure || !finish) {
     const kind = failure?.kind ?? 'retryable';
+    input.log?.warn(
+      {
+        model: agent.model,
+        kind,
+        status: failure?.status,
+        code: failure?.code,
+        retryAfterMs: failure?.retryAfterMs,
+        reason: failure?.message ?? 'the model stream ended without a finish',
+      },
+      'model provider failed',
+    );
     const error =
       kind === 'overflow'
         ? errorData('ContextOverflowError', failure?.message ?? 'context length exceeded')
@@ -239,7 +257,12 @@ export async function callModel(
       emit({ type: 'message.updated', message: info });
     });
     if (kind === 'overflow') return { type: 'overflow' };
-    if (kind === 'retryable') return { type: 'retry', delayMs: failure?.retryAfterMs ?? 0 };
+    if (kind === 'retryable')
+      return {
+        type: 'retry',
+        delayMs: failure?.retryAfterMs ?? 0,
+        cause: String(failure?.status ?? failure?.code ?? 'error'),
+      };
     return { type: 'failed', error };
   }
 
@@ -261,6 +284,7 @@ export async function callModel(
     });
     results = await runTools(deps, writer, agent, recorder.tools, toolConfigs, input.signal, {
       deferLast: true,
+      ...(input.log ? { log: input.log } : {}),
     });
   }
   await deps.racepoint?.('tools:done');
@@ -323,7 +347,7 @@ export async function callModel(
       for (const part of emitted) emit({ type: 'part.updated', part });
       emit({ type: 'message.updated', message: info });
     });
-    return { type: 'continue', usage: finish.usage };
+    return { type: 'continue', usage: finish.usage, finish: finish.finish, tools: recorder.tools.length };
   }
   // A tool output was cut (its full text goes to tool_outputs): the transaction path.
   await writer.write(async (trx, emit) => {
@@ -334,7 +358,7 @@ export async function callModel(
     await finishStep(trx, tenantId, stepId, stepEnd);
     emit({ type: 'message.updated', message: info });
   }, progress);
-  return { type: 'continue', usage: finish.usage };
+  return { type: 'continue', usage: finish.usage, finish: finish.finish, tools: recorder.tools.length };
 }
 
 /** A call the step does not run itself (tools/deferred.ts: a subagent task, a client tool). */

@@ -10,6 +10,9 @@ import {
   truncateToolOutput,
 } from '@loopline/core';
 import { saveToolOutput, type Trx, updatePart } from '@loopline/db';
+import { sessionAttributes, withSpan } from '@loopline/telemetry';
+import { SpanStatusCode } from '@opentelemetry/api';
+import type { Logger } from 'pino';
 import type { WorkerDeps } from '../deps.ts';
 import { resolveAgent } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
@@ -28,14 +31,18 @@ export async function runTools(
   calls: ToolPart[],
   tools: Map<string, ToolConfig>,
   signal: AbortSignal,
-  opts: { deferLast?: boolean } = {},
+  opts: { deferLast?: boolean; log?: Logger } = {},
 ): Promise<ToolResultWrite[]> {
   // `running` calls were inserted running by the step (it writes them before calling runTools).
   const todo = calls.filter((c) => c.state.status === 'pending' || c.state.status === 'running');
   // deferLast: the result of the call that finishes last (when every other call finished) is not
   // written here but returned, for the caller's next transaction (the step's finish); the others
   // are written as soon as they are known, so a long call never holds back a finished one.
-  const batch: Batch = { remaining: opts.deferLast ? todo.length : Number.POSITIVE_INFINITY, deferred: [] };
+  const batch: Batch = {
+    remaining: opts.deferLast ? todo.length : Number.POSITIVE_INFINITY,
+    deferred: [],
+    log: opts.log ?? deps.logger.child(writer.ctx),
+  };
   // Every call settles before the step goes on (an abort must not leave one still writing).
   const settled = await Promise.allSettled(
     todo.map((c) => runOne(deps, writer, agent, c, tools, signal, batch)),
@@ -48,6 +55,7 @@ export async function runTools(
 interface Batch {
   remaining: number;
   deferred: ToolResultWrite[];
+  log: Logger;
 }
 
 /** A tool result to write: the part in its final state, and the full output when it was cut. */
@@ -110,27 +118,45 @@ async function runOne(
 
   let result: ToolResult | undefined;
   let failure: string | undefined;
-  try {
-    if (call.tool === 'read_output') result = await readOutput(deps, writer.ctx, input);
-    else {
-      const tool = tools.get(call.tool);
-      if (!tool) throw new LooplineError('UnknownToolError', `Unknown tool "${call.tool}"`);
-      if (tool.kind !== 'webhook')
-        throw new LooplineError('ToolError', `Tool "${call.tool}" is not a webhook tool`);
-      result = await callWebhook(
-        deps,
-        tool,
-        { callId: call.callId, sessionId, tenantId, name: call.tool, input },
-        signal,
-      );
-    }
-  } catch (err) {
-    if (signal.aborted) throw err; // lease lost or aborted: the next runner marks it interrupted
-    failure = err instanceof Error ? err.message : String(err);
-  }
+  // A span per execution (tracing on): the tool, its call id, the outcome; never its input or output.
+  await withSpan(
+    `tool ${call.tool}`,
+    {
+      attributes: {
+        ...sessionAttributes(writer.ctx),
+        'gen_ai.tool.name': call.tool,
+        'gen_ai.tool.call.id': call.callId,
+      },
+    },
+    async (span) => {
+      try {
+        if (call.tool === 'read_output') result = await readOutput(deps, writer.ctx, input);
+        else {
+          const tool = tools.get(call.tool);
+          if (!tool) throw new LooplineError('UnknownToolError', `Unknown tool "${call.tool}"`);
+          if (tool.kind !== 'webhook')
+            throw new LooplineError('ToolError', `Tool "${call.tool}" is not a webhook tool`);
+          result = await callWebhook(
+            deps,
+            tool,
+            { callId: call.callId, sessionId, tenantId, name: call.tool, input },
+            signal,
+          );
+        }
+      } catch (err) {
+        if (signal.aborted) throw err; // lease lost or aborted: the next runner marks it interrupted
+        failure = describeToolError(err);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: failure });
+      }
+    },
+  );
 
   const end = Date.now();
   deps.metrics?.toolCall(result ? 'completed' : 'error', (end - start) / 1000);
+  // Never the input or output (message content) in the log: the tool, the call and the outcome.
+  const logged = { tool: call.tool, callId: call.callId, durationMs: end - start };
+  if (failure !== undefined) batch.log.warn({ ...logged, reason: failure }, 'tool failed');
+  else batch.log.debug(logged, 'tool completed');
   let done: ToolPart;
   let full: string | undefined;
   let outputId: string | undefined;
@@ -183,4 +209,27 @@ async function runOne(
     return;
   }
   await writer.write((trx, emit) => writeToolResult(trx, emit, write));
+}
+
+/**
+ * A tool failure's reason, with the network cause that fetch hides behind "fetch failed"
+ * (`ENOTFOUND tools.example.com`, `ECONNREFUSED 127.0.0.1:4020`): the model and the operator see it.
+ */
+export function describeToolError(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = err.cause as Record<string, unknown> | undefined;
+  if (!cause || typeof cause !== 'object') return err.message;
+  const code = typeof cause.code === 'string' ? cause.code : undefined;
+  const where =
+    typeof cause.hostname === 'string'
+      ? cause.hostname
+      : typeof cause.address === 'string'
+        ? `${cause.address}${typeof cause.port === 'number' ? `:${cause.port}` : ''}`
+        : undefined;
+  const detail = code
+    ? [code, where].filter(Boolean).join(' ')
+    : typeof cause.message === 'string'
+      ? cause.message
+      : '';
+  return detail ? `${err.message} (${detail})` : err.message;
 }

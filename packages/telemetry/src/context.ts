@@ -1,0 +1,89 @@
+import {
+  type Attributes,
+  type Context,
+  context,
+  INVALID_SPAN_CONTEXT,
+  propagation,
+  ROOT_CONTEXT,
+  type Span,
+  type SpanKind,
+  SpanStatusCode,
+  type Tracer,
+  trace,
+} from '@opentelemetry/api';
+
+// Tracing through the OpenTelemetry API only: without a registered SDK (tracing off, the
+// default) every call here is the API's no-op, and `tracingActive()` lets hot paths skip even
+// that. The SDK itself is started by sdk.ts, in the gateway and worker processes, only when the
+// standard OTEL_* variables ask for it.
+
+let active = false;
+
+/** Set by startTracing (sdk.ts) once a tracer provider is registered. */
+export function markTracingActive(on: boolean): void {
+  active = on;
+}
+
+export function tracingActive(): boolean {
+  return active;
+}
+
+export function tracer(): Tracer {
+  return trace.getTracer('loopline');
+}
+
+/** The W3C `traceparent` of the active span (for job data), or undefined when nothing is traced. */
+export function currentTraceparent(ctx: Context = context.active()): string | undefined {
+  if (!active || !trace.getSpan(ctx)) return undefined;
+  const carrier: Record<string, string> = {};
+  propagation.inject(ctx, carrier);
+  return carrier.traceparent;
+}
+
+/** The context a `traceparent` (from job data or a request header) continues. */
+export function contextFromTraceparent(traceparent: string | undefined): Context {
+  if (!traceparent) return ROOT_CONTEXT;
+  return propagation.extract(ROOT_CONTEXT, { traceparent });
+}
+
+/** Session and tenant as span attributes, under the same names everywhere. */
+export function sessionAttributes(ids: { tenantId?: string; sessionId?: string }): Attributes {
+  return {
+    ...(ids.tenantId ? { 'loopline.tenant.id': ids.tenantId } : {}),
+    ...(ids.sessionId ? { 'session.id': ids.sessionId } : {}),
+  };
+}
+
+/**
+ * Runs `fn` in a new active span (a child of the active one, or of `parent`), ending it however
+ * `fn` ends; a throw marks the span as an error unless `expected(err)` says it is control flow
+ * (e.g. BullMQ's DelayedError). Tracing off: just `fn()`.
+ */
+export async function withSpan<T>(
+  name: string,
+  opts: {
+    kind?: SpanKind;
+    attributes?: Attributes;
+    parent?: Context;
+    expected?: (err: unknown) => boolean;
+  },
+  fn: (span: Span) => Promise<T>,
+): Promise<T> {
+  if (!active) return fn(trace.wrapSpanContext(INVALID_SPAN_CONTEXT));
+  const parent = opts.parent ?? context.active();
+  const span = tracer().startSpan(name, { kind: opts.kind, attributes: opts.attributes }, parent);
+  try {
+    return await context.with(trace.setSpan(parent, span), () => fn(span));
+  } catch (err) {
+    if (!opts.expected?.(err)) {
+      span.recordException(err instanceof Error ? err : String(err));
+      span.setStatus({
+        code: SpanStatusCode.ERROR,
+        message: err instanceof Error ? err.message : String(err),
+      });
+    }
+    throw err;
+  } finally {
+    span.end();
+  }
+}

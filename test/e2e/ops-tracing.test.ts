@@ -1,0 +1,144 @@
+import { enableModelTracing } from '@loopline/llm';
+import { startTracing, type Tracing } from '@loopline/telemetry';
+import { SpanKind } from '@opentelemetry/api';
+import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { until } from '../support/wait.ts';
+import { SUMMARY_SYSTEM, summaryRule } from './context-fixtures.ts';
+
+// OpenTelemetry end to end, in one process (gateway and workers of test/support/stack.ts) with an
+// in-memory exporter: one user message that makes a tool call is one connected trace — the
+// gateway's request span, the BullMQ jobs it caused (trace context carried in job data), the
+// AI SDK's model spans with token usage, the tool execution — with session and tenant ids; a
+// manual compaction's trace holds a compaction span with its rung and token counts.
+
+const exporter = new InMemorySpanExporter();
+let tracing: Tracing | undefined;
+let stack: Stack;
+let client: Client;
+
+beforeAll(async () => {
+  tracing = await startTracing({ serviceName: 'loopline-test', exporter });
+  enableModelTracing();
+  stack = await startStack();
+  client = await stack.tenant('traced');
+});
+afterAll(async () => {
+  await stack?.close();
+  await tracing?.shutdown();
+});
+
+const idOf = (s: ReadableSpan) => s.spanContext().spanId;
+const traceOf = (s: ReadableSpan) => s.spanContext().traceId;
+
+/** The spans of the trace whose root is `root`, once every span's parent is there too. */
+async function connectedTrace(root: ReadableSpan, minimum: (spans: ReadableSpan[]) => boolean) {
+  return until('a connected trace', () => {
+    const spans = exporter.getFinishedSpans().filter((s) => traceOf(s) === traceOf(root));
+    const ids = new Set(spans.map(idOf));
+    const connected = spans.every(
+      (s) => s === root || (s.parentSpanContext && ids.has(s.parentSpanContext.spanId)),
+    );
+    return connected && minimum(spans) && spans;
+  });
+}
+
+describe('tracing', () => {
+  it('one message with a tool call is one connected trace: request → jobs → model calls, tool', async () => {
+    stack.mock.setScenario({
+      rules: [
+        {
+          when: { lastUserIncludes: 'weather', lastMessageRole: 'user' },
+          reply: { toolCalls: [{ name: 'lookup', arguments: { topic: 'paris' } }] },
+        },
+        { when: { lastMessageRole: 'tool' }, reply: { text: 'It is 18°C in Paris.' } },
+      ],
+    });
+    await client.tool('lookup', {
+      kind: 'webhook',
+      description: 'facts',
+      inputSchema: { type: 'object', properties: { topic: { type: 'string' } } },
+      url: `${stack.tools.url}/lookup`,
+    });
+    await client.agent('traced', { tools: ['lookup'] });
+    const id = await client.session('traced');
+    await client.send(id, 'What is the weather in Paris?');
+    expect((await client.waitIdle(id)).status).toBe('idle');
+
+    const root = await until('the request span', () =>
+      exporter.getFinishedSpans().find((s) => s.name === 'POST /v1/sessions/:id/messages'),
+    );
+    expect(root.parentSpanContext).toBeUndefined();
+    expect(root.attributes).toMatchObject({
+      'session.id': id,
+      'loopline.tenant.id': client.tenantId,
+      'http.response.status_code': 202,
+    });
+    const spans = await connectedTrace(root, (all) => {
+      const steps = all.filter((s) => s.name === 'step job');
+      return steps.length >= 2 && all.some((s) => s.name === 'prune job');
+    });
+    const names = spans.map((s) => s.name);
+    // The jobs: the wake-up step, the step after the tool results, the idle prune pass.
+    const jobs = spans.filter((s) => s.name.endsWith(' job'));
+    for (const job of jobs)
+      expect(job.attributes, job.name).toMatchObject({
+        'session.id': id,
+        'loopline.tenant.id': client.tenantId,
+        'messaging.system': 'bullmq',
+      });
+    // The tool execution, inside the first step's job.
+    const tool = spans.find((s) => s.name === 'tool lookup');
+    expect(tool, names.join(', ')).toBeDefined();
+    expect(tool?.attributes).toMatchObject({ 'gen_ai.tool.name': 'lookup', 'session.id': id });
+    // The AI SDK's model spans, with the provider's token usage and no prompt text.
+    const usage = spans.filter((s) => Number(s.attributes['gen_ai.usage.input_tokens']) > 0);
+    expect(usage.length, names.join(', ')).toBeGreaterThanOrEqual(2);
+    for (const s of usage) expect(Number(s.attributes['gen_ai.usage.output_tokens'])).toBeGreaterThan(0);
+    expect(JSON.stringify(spans.map((s) => s.attributes))).not.toContain('What is the weather');
+    // No job, tool or model span of this session outside this trace (other requests, such as the
+    // status polls of waitIdle, are traces of their own).
+    const stray = exporter
+      .getFinishedSpans()
+      .filter(
+        (s) =>
+          s.attributes['session.id'] === id && s.kind !== SpanKind.SERVER && traceOf(s) !== traceOf(root),
+      );
+    expect(stray.map((s) => s.name)).toEqual([]);
+  });
+
+  it('a compaction is a span of its trace, with the rung and the tokens before and after', async () => {
+    stack.mock.setScenario({ rules: [summaryRule] });
+    await client.agent('compacted', {});
+    const id = await client.session('compacted');
+    // Enough history before the kept tail that a summary shrinks it (else it is a recorded no-op).
+    for (const n of [1, 2, 3, 4]) {
+      await client.send(id, `note ${n}: ${'lorem ipsum dolor sit amet '.repeat(80)}`);
+      await client.waitIdle(id);
+    }
+    const res = await client.call('POST', `/v1/sessions/${id}/compact`, {});
+    expect(res.status, JSON.stringify(res.body)).toBeLessThan(300);
+    await until('the compaction', async () => {
+      const s = (await client.call('GET', `/v1/sessions/${id}`)).body;
+      return s.status === 'idle' && s.compaction.count === 1;
+    });
+    const root = await until('the compact request span', () =>
+      exporter
+        .getFinishedSpans()
+        .find((s) => s.name === 'POST /v1/sessions/:id/compact' && s.attributes['session.id'] === id),
+    );
+    const spans = await connectedTrace(root, (all) => all.some((s) => s.name === 'compaction'));
+    const compaction = spans.find((s) => s.name === 'compaction');
+    expect(compaction?.attributes).toMatchObject({
+      'session.id': id,
+      'loopline.compaction.reason': 'manual',
+    });
+    expect(Number(compaction?.attributes['loopline.compaction.tokens_before'])).toBeGreaterThan(0);
+    expect(compaction?.attributes['loopline.compaction.rung']).toBeTypeOf('string');
+    // The summary's model call is a child of the compaction span.
+    const children = spans.filter((s) => s.parentSpanContext?.spanId === idOf(compaction!));
+    expect(children.length).toBeGreaterThan(0);
+    expect(stack.mock.calls.some((c) => c.system.includes(SUMMARY_SYSTEM))).toBe(true);
+  });
+});
