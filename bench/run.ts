@@ -11,7 +11,7 @@ import { BENCH_DIR, OUT_DIR } from './lib/proc.ts';
 import type { FigureResult, Row } from './lib/result.ts';
 import { fmt, fmtSummary } from './lib/stats.ts';
 
-// The benchmark suite (issue #4): every figure with its bare-machine ceiling measured in the same
+// The benchmark suite: every figure with its bare-machine ceiling measured in the same
 // run, reported as a ratio, median and spread (min–max) of several runs. Each figure runs in a
 // process of its own (figures/*.ts); this runner collects their results, writes bench/RESULTS.md
 // and prints the table. Benchmarks, not tests: nothing here fails on a timing.
@@ -147,7 +147,7 @@ function met(row: Row): string {
   return row.met ? 'yes' : '**no**';
 }
 
-// The issue's order: step overhead, steps/s, gateway, history, tokens, memory, context, compaction.
+// Report order: step overhead, steps/s, gateway, history, tokens, memory, context, compaction.
 const ORDER = [
   'step overhead',
   'steps/s',

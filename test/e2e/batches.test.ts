@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
 import { until } from '../support/wait.ts';
 
-// Batches end to end (issue #5 item 7): POST /v1/batches (JSON and JSONL) → one session per
+// Batches end to end: POST /v1/batches (JSON and JSONL) → one session per
 // conversation → a BullMQ flow (batch parent, a child per conversation posting its messages turn
 // by turn) → results as JSONL; cancel; bad inputs write nothing.
 

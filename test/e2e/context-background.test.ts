@@ -14,7 +14,7 @@ import {
   waitFor,
 } from './context-fixtures.ts';
 
-// Background compaction (CONTEXT.md §2, seed 004's two thresholds): an idle session above the
+// Background compaction (docs/context.md §2, the two thresholds): an idle session above the
 // lower threshold (trigger × backgroundRatio; here 7,000 × 0.8 = 5,600) is compacted after an idle
 // delay, without restarting the loop; a message that arrives first makes the job a no-op.
 

@@ -17,7 +17,7 @@ import {
   WHOLE_OUTPUTS,
 } from './context-fixtures.ts';
 
-// A session driven past its window (CONTEXT.md §3, §5): prune first, then summary compaction,
+// A session driven past its window (docs/context.md §3, §5): prune first, then summary compaction,
 // then the loop carries on and finishes — on real Redis/PostgreSQL with the mock model over HTTP.
 // Agents get a small window ({context: 8000, output: 1000}: usable = trigger = 7,000 tokens) and
 // a tool whose outputs are ~1,250 tokens each.

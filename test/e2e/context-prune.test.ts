@@ -12,7 +12,7 @@ import {
   waitFor,
 } from './context-fixtures.ts';
 
-// Prune, the second line of defence (CONTEXT.md §3.2): old tool outputs are marked
+// Prune, the second line of defence (docs/context.md §3.2): old tool outputs are marked
 // `time.compacted` (the output stays stored) and the model sees the placeholder instead. It runs
 // after the loop goes idle, and before a summary compaction — which it makes unnecessary when
 // clearing outputs alone brings the context under the trigger. Window 8,000 (trigger 7,000),

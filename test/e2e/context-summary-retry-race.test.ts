@@ -18,7 +18,7 @@ import {
   waitFor,
 } from './context-fixtures.ts';
 
-// The race: a compaction job dies in the middle of its summary (CONTEXT.md §5.4, §5.6). The retry
+// The race: a compaction job dies in the middle of its summary (docs/context.md §5.4, §5.6). The retry
 // must resume the same compaction point and leave exactly ONE summary message: the dead run's
 // partial text stays in the log, marked ignored, and never becomes a boundary or reaches the model.
 // 1. A real worker process is SIGKILLed while the summary streams; in-process workers take over.

@@ -2,7 +2,7 @@ import { tokensUsed } from '@loopline/queue';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
 
-// The per-tenant token budget (issue #5 item 2): before each model call the estimate of its prompt
+// The per-tenant token budget: before each model call the estimate of its prompt
 // must fit what is left of the tenant's current window; the provider-reported usage is counted
 // after the call. A call that does not fit waits — status queued, "token budget exhausted, resumes
 // at …" — and runs in the next window. The window is shortened to 4 s here (a minute in production).

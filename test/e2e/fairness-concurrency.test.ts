@@ -2,7 +2,7 @@ import { acquireSlot, slotHolders } from '@loopline/queue';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
 
-// The per-tenant cap on running sessions (issue #5 item 2): over the cap, sessions wait in the
+// The per-tenant cap on running sessions: over the cap, sessions wait in the
 // queue (status queued, "waiting for a tenant slot (n/cap running)") instead of failing, and run
 // as slots free up; never more than the cap at once. A slot whose holder died expires.
 

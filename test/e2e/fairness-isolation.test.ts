@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
 
-// Tenants (issue #5 item 1): the operator manages tenants, their keys and limits; a tenant sees
+// Tenants: the operator manages tenants, their keys and limits; a tenant sees
 // only its own sessions, agents, tools and batches — another tenant's id answers exactly like an id
 // that never existed — and a revoked key is refused everywhere.
 

@@ -2,7 +2,7 @@ import { PRIORITY } from '@loopline/queue';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
 
-// Priorities (issue #5 item 2): a session's step jobs carry its kind's BullMQ priority, so with a
+// Priorities: a session's step jobs carry its kind's BullMQ priority, so with a
 // single step worker slot an interactive session's step runs before batch steps already queued.
 
 let stack: Stack;

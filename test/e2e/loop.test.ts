@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
 
 // The durable loop end to end: gateway → step jobs → mock model over HTTP → webhook tools →
-// PostgreSQL, on real Redis and PostgreSQL. CONTEXT.md §6 exit and step cases.
+// PostgreSQL, on real Redis and PostgreSQL. docs/context.md §6 exit and step cases.
 
 let stack: Stack;
 let client: Client;

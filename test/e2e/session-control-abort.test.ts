@@ -3,7 +3,7 @@ import { type Client, type Stack, startStack } from '../support/stack.ts';
 import { until } from '../support/wait.ts';
 import { bigTurn, compactions, defineBig, isSummary, markerOf, SUMMARY_SYSTEM } from './context-fixtures.ts';
 
-// Abort (issue #5 item 6): POST /v1/sessions/:id/abort stops a streaming model call or a running
+// Abort: POST /v1/sessions/:id/abort stops a streaming model call or a running
 // webhook within a second, keeps what was streamed, marks unfinished tools interrupted and leaves
 // the session idle and consistent; an abort of a queued session is recorded durably and stops it
 // when its job runs; an idle session is a 200 no-op. An abort during a summary compaction stops

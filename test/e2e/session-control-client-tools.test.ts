@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
 import { until } from '../support/wait.ts';
 
-// Client tools (issue #5 item 4): a call to a `client` tool puts the session in `waiting` with the
+// Client tools: a call to a `client` tool puts the session in `waiting` with the
 // call in pendingToolCalls; POST …/tool-results answers it and the loop goes on. Bad requests are
 // refused with nothing written; an optional timeoutMs turns an unanswered call into an error.
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
 import { until } from '../support/wait.ts';
 
-// Messages during a run (issue #5 item 5), per agent `midRunMessages`:
+// Messages during a run (docs/context.md §4), per agent `midRunMessages`:
 // - steer: delivered at the next step boundary, wrapped in a <system-reminder>;
 // - queue: held until the turn's loop ends, then they start the next turn (unwrapped).
 

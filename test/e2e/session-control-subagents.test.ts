@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
 import { until } from '../support/wait.ts';
 
-// Subagents (issue #5 item 3): a primary agent's built-in `task` tool starts a subagent in a child
+// Subagents: a primary agent's built-in `task` tool starts a subagent in a child
 // session; the parent's step ends (status waiting, no model call, no worker held) while the child
 // runs; the child's final answer becomes the task's result and the parent's loop goes on. On real
 // Redis and PostgreSQL, with the mock model over HTTP.

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { chaosConfig, runChaos } from '../support/chaos.ts';
 
-// Issue #4's fault run: at least 50 sessions (tool calls, streams and, when the worker has its
+// The fault run (docs/durability.md): at least 50 sessions (tool calls, streams and, when the worker has its
 // compaction and prune processors, small context windows) through three real worker processes
 // while workers are SIGKILLed mid-tool / mid-stream / mid-compaction / mid-prune and replaced,
 // frozen past their lock TTL, and their PostgreSQL connections terminated; the mock model

@@ -22,7 +22,7 @@ import { type Crash, WORKER_APP_PREFIX, WorkerPool, type WorkerProc } from './pr
 import { type Client, type Stack, startStack } from './stack.ts';
 import { sleep } from './wait.ts';
 
-// The fault harness of issue #4: many sessions (tool calls, streams, small context windows so
+// The fault harness: many sessions (tool calls, streams, small context windows so
 // they prune and compact) driven through real worker processes, while a "monkey" inflicts faults
 // at random points — SIGKILL mid-tool / mid-stream / mid-compaction / mid-prune (a new worker is
 // started in each killed one's place), SIGSTOP past the lock TTL then SIGCONT, and

@@ -3,7 +3,7 @@ import { isCompletedStep } from '@loopline/core';
 import { type Db, loadHistory } from '@loopline/db';
 import { analyseFenceAudit, type FenceAuditReport } from './fence-audit.ts';
 
-// The invariants of issue #4, checked after a fault run straight in PostgreSQL, in the webhook
+// The durability invariants (docs/durability.md), checked after a fault run straight in PostgreSQL, in the webhook
 // tool server's own log and in the gateway's model view. Returns every violation with a precise
 // message; a clean run returns none.
 //

@@ -37,7 +37,7 @@ import { toolRoutes } from './routes/tools.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 
 // buildApp(deps): the whole HTTP gateway, with no I/O of its own until a request arrives.
-// server.ts listens and handles signals; tests call inject() (STYLE 18).
+// server.ts listens and handles signals; tests call inject() without a port.
 //
 // Layout: root (errors, OpenAPI, health) → /v1/admin (operator token) → /v1 (tenant API key)
 // → /admin/queues (Bull Board, operator token or cookie). Each route file is an encapsulated

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-// Request and response schemas of batches (issue #5 item 7): the JSON body (and each JSONL line),
+// Request and response schemas of batches: the JSON body (and each JSONL line),
 // the batch view with its counts, and the JSONL results. Kept beside schemas.ts; like it, no
 // .transform() in response schemas.
 

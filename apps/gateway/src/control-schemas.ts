@@ -1,7 +1,7 @@
 import { SessionStatus, WithParts } from '@loopline/core';
 import { z } from 'zod';
 
-// Request and response schemas of session control (issue #5): abort, client tool results and the
+// Request and response schemas of session control: abort, client tool results and the
 // pending client calls a session view lists. Kept beside schemas.ts (which imports
 // PendingToolCall for SessionView); like it, no .transform() in response schemas.
 

@@ -6,7 +6,7 @@ import type { KeySpace, Queues, RedisClient } from '@loopline/queue';
 import type { FastifyServerOptions } from 'fastify';
 import type { GatewayMetrics } from './plugins/metrics.ts';
 
-// The resource bag the gateway is built from (STYLE 13): no module singletons. server.ts builds
+// The resource bag the gateway is built from: no module singletons, so tests can build many. server.ts builds
 // it from the environment; tests build it from their own database and Redis key namespace.
 
 export interface GatewayDeps {

@@ -16,8 +16,7 @@ import { PendingToolCall } from './control-schemas.ts';
 
 // Request and response schemas of the HTTP API. They validate requests, serialize responses and
 // are the OpenAPI document (/docs). Response schemas must not contain .transform(): the type
-// provider serializes with zod encode(), which refuses unidirectional transforms (ENVIRONMENT.md
-// §3b). Dates therefore leave the handlers as ISO strings.
+// provider serializes with zod encode(), which refuses unidirectional transforms. Dates therefore leave the handlers as ISO strings.
 
 // ---------- shared ----------
 
@@ -354,7 +353,7 @@ export const CompactionRecord = z
       .boolean()
       .describe('Its compaction message was hidden by a revert: it is no longer a boundary'),
   })
-  .describe('One compaction run (CONTEXT.md §5.7)');
+  .describe('One compaction run (docs/context.md §5.7)');
 export type CompactionRecord = z.infer<typeof CompactionRecord>;
 
 export const CompactionSummary = z
@@ -635,7 +634,7 @@ export const ContextView = z
           ),
         reason: z.string(),
       })
-      .describe('Seed 004 CompactionSuggestion'),
+      .describe('Whether the session should compact now, and why (docs/context.md §2)'),
     flags: z
       .object({
         autocompact: z.boolean().describe('compaction.auto and not LOOPLINE_DISABLE_AUTOCOMPACT'),

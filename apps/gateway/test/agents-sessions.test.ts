@@ -185,7 +185,7 @@ describe('sessions', () => {
       compaction: { count: 0, lastAt: null },
       metadata: { ticket: 'T-1' },
     });
-    // CONTEXT.md §2: 100k/–/32k → usable 68k; no triggerRatio override here → agent's 0.8 kept.
+    // docs/context.md §2: 100k/–/32k → usable 68k; no triggerRatio override here → agent's 0.8 kept.
     expect(view.tokens.usable).toBe(68_000);
     expect(view.tokens.trigger).toBe(54_400);
     expect(view.tokens.background).toBe(Math.floor(54_400 * 0.8));

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { HTTP_ERROR_CODES, HttpError } from '../src/lib/http-error.ts';
 import { LOOPLINE_STATUS, toProblem } from '../src/plugins/errors.ts';
 
-// The error registry of the gateway and its documentation stay in step (STYLE 12), and the
+// The error registry of the gateway and its documentation stay in step (docs/errors.md), and the
 // mapping never leaks internals into a response.
 
 const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');

@@ -36,7 +36,7 @@ export interface SessionContext {
   budget: ContextBudget;
   shape: RequestShape;
   /**
-   * Provider-scale estimate of the next prompt (CONTEXT.md §2 point 1), as the bound the checks
+   * Provider-scale estimate of the next prompt (docs/context.md §2 point 1), as the bound the checks
    * use: the best guess plus the session's margin on the part tiktoken measured (`prompt.tokens`
    * is the best guess alone).
    */

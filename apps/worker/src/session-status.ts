@@ -19,7 +19,7 @@ import type { WorkerDeps } from './deps.ts';
 import type { SessionWriter } from './session-writer.ts';
 
 // Session status writes shared by every processor: fenced, with their events after commit.
-// `goIdle` also schedules the idle prune pass (CONTEXT.md §6: after the loop exits, prune).
+// `goIdle` also schedules the idle prune pass (docs/context.md §6: after the loop exits, prune).
 
 export async function setStatus(writer: SessionWriter, status: SessionStatus): Promise<void> {
   const { tenantId, sessionId } = writer.ctx;

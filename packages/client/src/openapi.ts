@@ -1310,7 +1310,7 @@ export interface components {
             /** @description An idle session above this is compacted in the background */
             background: number;
         };
-        /** @description One compaction run (CONTEXT.md §5.7) */
+        /** @description One compaction run (docs/context.md §5.7) */
         CompactionRecord: {
             id: string;
             /** @description The compaction message (a synthetic user message holding the compaction part) */
@@ -1780,7 +1780,7 @@ export interface components {
                 /** @description Provider tokens that would free (placeholders subtracted) */
                 tokens: number;
             };
-            /** @description Seed 004 CompactionSuggestion */
+            /** @description Whether the session should compact now, and why (docs/context.md §2) */
             suggestion: {
                 /** @description used is at or above the background threshold (or the trigger) */
                 shouldCompact: boolean;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-// Defaults of every context-management number (CONTEXT.md); all are configurable per agent.
+// Defaults of every context-management number (docs/context.md); all are configurable per agent.
 
 export const PRUNE_MINIMUM = 20_000;
 export const PRUNE_PROTECT = 40_000;
@@ -43,9 +43,9 @@ export const CompactionConfig = z.object({
   prune: z.boolean().default(true),
   /** Tokens kept free for the reply; default min(20k, max output). */
   reserved: tokens().optional(),
-  /** Compact at this fraction of the usable window (seed 004's overflowThreshold); default 1.0. */
+  /** Compact at this fraction of the usable window (the trigger); default 1.0. */
   triggerRatio: z.number().gt(0).lte(1).optional(),
-  /** Fraction of the trigger above which an idle session is compacted in the background (seed 004's compactionThreshold). */
+  /** Fraction of the trigger above which an idle session is compacted in the background (the background threshold). */
   backgroundRatio: z.number().gt(0).lte(1).default(0.8),
   /** Idle time before the background compaction runs. */
   backgroundDelayMs: z.number().int().nonnegative().max(MAX_DELAY_MS).default(30_000),

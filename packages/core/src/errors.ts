@@ -59,7 +59,7 @@ export function errorData(code: ErrorCode, message?: string, data?: Record<strin
   return new LooplineError(code, message, data).toData();
 }
 
-/** Aborts and interruptions keep the assistant's real content in the model view (CONTEXT.md §4). */
+/** Aborts and interruptions keep the assistant's real content in the model view (docs/context.md §4). */
 export function isAbortLike(error: ErrorData | undefined): boolean {
   return error?.name === 'AbortedError' || error?.name === 'StepInterruptedError';
 }

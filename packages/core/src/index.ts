@@ -24,7 +24,7 @@ export * from './schema/tenant.ts';
 export * from './schema/tool.ts';
 export * from './schema/usage.ts';
 
-// Context-management policy (CONTEXT.md), pure functions over the log.
+// Context-management policy (docs/context.md), pure functions over the log.
 export * from './session/alternation.ts';
 export * from './session/compaction.ts';
 export * from './session/compaction-range.ts';

@@ -12,7 +12,7 @@ function overflows(l: ModelLimits, input: number, output: number, cacheRead: num
   return isOverflow({ count: usageCount(usage(input, output, cacheRead)), limits: l, ...extra });
 }
 
-describe('isOverflow: the worked cases of CONTEXT.md §2', () => {
+describe('isOverflow: the worked cases of docs/context.md §2', () => {
   it.each([
     ['100k/–/32k, 75k/5k/0', limits(100_000, undefined, 32_000), 75_000, 5_000, 0, true],
     ['200k/–/32k, 100k/10k/0', limits(200_000, undefined, 32_000), 100_000, 10_000, 0, false],

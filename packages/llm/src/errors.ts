@@ -1,5 +1,5 @@
 // Provider error classification: the one place an AI SDK / network / abort error becomes
-// `retryable | overflow | terminal | aborted` (STYLE.md 11). Extracts status, body, code and
+// `retryable | overflow | terminal | aborted`. Extracts status, body, code and
 // retry-after from whatever the SDK threw; the status/text rules (what counts as an overflow)
 // are core's `classifyProviderError`. Callers branch on `kind`, never on message text.
 
@@ -225,6 +225,6 @@ export function classifyError(error: unknown, signal?: AbortSignal): ClassifiedE
   const net = networkCode(error);
   if (net) return { kind: 'retryable', message: messageOf(error), code: net };
   // Everything else (a socket that died mid-stream: "terminated", a garbled chunk) is retryable:
-  // errors are retryable by default (STYLE.md 11).
+  // errors are retryable by default: an unknown failure is more often transient than permanent.
   return { kind: 'retryable', message: messageOf(error) || 'unknown provider error' };
 }

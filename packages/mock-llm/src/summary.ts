@@ -1,5 +1,5 @@
 // The deterministic compaction summary of the `{ summary: true }` reply: the sections of
-// Loopline's summary template (CONTEXT.md §5) filled from the request alone. Same request,
+// Loopline's summary template (docs/context.md §5) filled from the request alone. Same request,
 // same summary, byte for byte; never calls anything.
 
 import type { Conversation } from './conversation.ts';

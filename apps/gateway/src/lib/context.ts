@@ -24,7 +24,7 @@ import type { AppDeps } from '../app.ts';
 import type { Boundary, CompactionRecord, CompactionSummary, StepEstimateView } from '../schemas.ts';
 import { type ModelInput, modelInput } from './model-view.ts';
 
-// The context-management state of a session (CONTEXT.md §2, §5.7, §7) as the API shows it: the
+// The context-management state of a session (docs/context.md §2, §5.7, §7) as the API shows it: the
 // gauge (core's contextGauge over the model view), the compaction records, the boundary the model
 // view starts from and the switches in effect. Read-only.
 

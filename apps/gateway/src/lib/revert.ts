@@ -15,7 +15,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { AppDeps } from '../app.ts';
 import { HttpError, notFound } from './http-error.ts';
 
-// Revert (CONTEXT.md §7) in one transaction under the session row lock:
+// Revert (docs/context.md §7) in one transaction under the session row lock:
 //
 // 1. Lock the session row (lockSession). Appends, status changes and the worker's fenced writes
 //    wait for it, so the status read here still holds at commit: a message posted meanwhile is

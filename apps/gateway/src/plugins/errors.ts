@@ -17,7 +17,7 @@ export interface Problem {
   details?: unknown;
 }
 
-/** HTTP status of each core error code (STYLE 12: only the gateway maps codes to statuses). */
+/** HTTP status of each core error code (only the gateway maps codes to statuses: core stays free of HTTP). */
 export const LOOPLINE_STATUS: Partial<Record<ErrorCode, number>> = {
   ConfigError: 400,
   ToolInputError: 400,

@@ -5,7 +5,7 @@ import { loadSession, sessionView } from '../lib/sessions.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import { ContextView, IdParam, RevertBody, RevertResponse, withErrors } from '../schemas.ts';
 
-// Context management as the API shows it (CONTEXT.md §2, §5.7, §7): the gauge with its
+// Context management as the API shows it (docs/context.md §2, §5.7, §7): the gauge with its
 // compaction suggestion and records, and revert.
 
 const tags = ['sessions'];

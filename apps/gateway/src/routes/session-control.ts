@@ -6,7 +6,7 @@ import { submitToolResults } from '../lib/tool-results.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import { IdParam, withErrors } from '../schemas.ts';
 
-// Session control (issue #5): abort a turn (and its subagents), answer client tool calls.
+// Session control: abort a turn (and its subagents), answer client tool calls.
 
 const tags = ['sessions'];
 

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { WorkerDeps } from '../deps.ts';
 import { lastCompactionTokensAfter, type SessionContext } from '../session-context.ts';
 
-// Background compaction (CONTEXT.md §2, seed 004's two thresholds): an idle session whose next
+// Background compaction (docs/context.md §2, the background threshold): an idle session whose next
 // prompt is above `background` (trigger × backgroundRatio) is compacted after an idle delay, so
 // its next turn starts with room to spare. The job id carries the session's step count: a turn
 // that starts first changes the count, and the job, when it runs, finds it and does nothing.

@@ -29,7 +29,7 @@ import { releaseHeldInput } from './held-input.ts';
 import type { LadderResult } from './ladder.ts';
 import type { OpenedSummary } from './summary-message.ts';
 
-// The end of a compaction, as ONE fenced transaction (CONTEXT.md §5.4, §5.5): the summary gets
+// The end of a compaction, as ONE fenced transaction (docs/context.md §5.4, §5.5): the summary gets
 // its finish (only now does it become a boundary), the compaction part its tailStartId, the
 // session its new boundary pointer and counters, the compaction record its rung and sizes, and —
 // for an automatic compaction — the continue message or the replayed request is appended. A
@@ -119,7 +119,7 @@ export async function commitCompaction(writer: SessionWriter, input: CommitInput
   return next;
 }
 
-/** The continue message, or the replayed request (CONTEXT.md §5.5); its id derives from the part. */
+/** The continue message, or the replayed request (docs/context.md §5.5); its id derives from the part. */
 async function appendFollowUp(
   writer: SessionWriter,
   trx: Trx,

@@ -16,7 +16,7 @@ import type { WorkerDeps } from '../deps.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { requestTokens, type SummaryModel, type SummaryOutcome, summarize } from './summarize.ts';
 
-// The LLM rungs of one head (CONTEXT.md §5.6): one summary request when it fits the summary
+// The LLM rungs of one head (docs/context.md §5.6): one summary request when it fits the summary
 // model's window; otherwise — or when the provider answers "too long" — the head in chunks that
 // fit (map), then one merge request. A chunk the provider still rejects halves the chunk size.
 // Returns the summary text (streamed into the summary message) or why no LLM summary was made;

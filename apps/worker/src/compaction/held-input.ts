@@ -1,7 +1,7 @@
 import type { CompactionRange, SessionEvent } from '@loopline/core';
 import { type Trx, userMessagesAfter } from '@loopline/db';
 
-// Compaction is a barrier (CONTEXT.md §5): input that arrives while one runs is held (it is
+// Compaction is a barrier (docs/context.md §5.2): input that arrives while one runs is held (it is
 // after the compaction message, outside the frozen range) and delivered afterwards as what it
 // is. The gateway marks anything sent while the session says `compacting` as mid-run; that is
 // only true when a turn was being worked on. Sent while an idle session was compacted (the

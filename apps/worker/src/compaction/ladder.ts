@@ -18,7 +18,7 @@ import { type CompactionPlan, clipToTokens, planCompaction } from './plan.ts';
 import type { SummaryModel } from './summarize.ts';
 import { ignoreSummaryParts } from './summary-message.ts';
 
-// The compaction ladder (CONTEXT.md §5.6: never loop, always progress). Each rung is tried once,
+// The compaction ladder (docs/context.md §5.6: never loop, always progress). Each rung is tried once,
 // cheapest useful first, and only a result whose projected next prompt is under the trigger is
 // taken:
 //   summary          LLM summary of the head, verbatim tail kept;
@@ -26,7 +26,7 @@ import { ignoreSummaryParts } from './summary-message.ts';
 //                    leaves no room for a summary);
 //   chunked          either of those when the request is too long for the summary model: the
 //                    head in chunks that fit, then a merge;
-//   structural       no LLM: seed 004's MessageSummary, clipped to the room left. Cannot fail.
+//   structural       no LLM: range, tool actions, files, last request; clipped to the room left. Cannot fail.
 // A failed or rejected LLM summary never becomes a boundary: its text parts are marked ignored.
 
 export type Rung = 'summary' | 'summary-no-tail' | 'chunked' | 'structural';

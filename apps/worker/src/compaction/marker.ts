@@ -2,7 +2,7 @@ import { COMPACTION_QUESTION, type Part } from '@loopline/core';
 import { appendUserMessage, setSessionStatus } from '@loopline/db';
 import type { SessionWriter } from '../session-writer.ts';
 
-// The compaction marker (CONTEXT.md §5.1): a synthetic user message holding one compaction part.
+// The compaction marker (docs/context.md §5.1): a synthetic user message holding one compaction part.
 // The loop treats it as a pending task until a completed summary answers it. Written only by a
 // holder of the session lease, after checking that no other compaction is pending; the session
 // turns `compacting` with it.

@@ -21,7 +21,7 @@ import type { NextMove } from './commit.ts';
 import { releaseHeldInput } from './held-input.ts';
 import { ignoreSummaryParts, type OpenedSummary } from './summary-message.ts';
 
-// A compaction that cannot help is recorded and changes nothing (CONTEXT.md §5.6): nothing new to
+// A compaction that cannot help is recorded and changes nothing (docs/context.md §5.6): nothing new to
 // summarise (an empty session, a second POST …/compact with nothing since the last summary), or
 // a best result that would not make the next prompt smaller. In one fenced transaction the
 // compaction part is marked `noop` (never pending again, never a question to the model), the

@@ -14,7 +14,7 @@ import {
 } from '@loopline/core';
 import { type SessionContext, sessionRatio } from '../session-context.ts';
 
-// The two shapes a compaction can take (CONTEXT.md §5.2, §5.6): keep a verbatim tail and
+// The two shapes a compaction can take (docs/context.md §5.2, §5.6): keep a verbatim tail and
 // summarise the head, or summarise everything. For each, what the summary input is, whether the
 // user's request must be replayed, and how large the next prompt will be before the summary is
 // known (`fixed`), so the ladder can tell whether a summary of a given size fits the trigger.

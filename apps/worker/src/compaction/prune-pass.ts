@@ -11,7 +11,7 @@ import type { WorkerDeps } from '../deps.ts';
 import type { SessionContext } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
 
-// One prune pass (CONTEXT.md §3.2), no LLM: plan over the model view, then mark every chosen tool
+// One prune pass (docs/context.md §3.2), no LLM: plan over the model view, then mark every chosen tool
 // output `time.compacted` in one fenced transaction (the output itself stays stored; `tokens`
 // keeps the count at write time, which core reads together with the mark). Idempotent: a retried
 // pass re-plans, and an output already cleared stops the walk, so nothing is marked twice.

@@ -18,7 +18,7 @@ import type { SessionWriter } from '../session-writer.ts';
 import { StreamRecorder } from '../step/stream-recorder.ts';
 import { ignoreSummaryParts } from './summary-message.ts';
 
-// One summary request of the hidden `compaction` agent (CONTEXT.md §5.3): no tools, its own
+// One summary request of the hidden `compaction` agent (docs/context.md §5.3): no tools, its own
 // system prompt, streamed. The final summary streams into the summary message as it arrives
 // (like a step's reply); partial chunk summaries are only returned. Rate limits and outages are
 // retried a few times here; anything else is the ladder's to handle (next rung). Never throws

@@ -13,7 +13,7 @@ import {
 } from '@loopline/db';
 import type { SessionWriter } from '../session-writer.ts';
 
-// The one summary message of a compaction point (CONTEXT.md §5.4). Its id derives from the
+// The one summary message of a compaction point (docs/context.md §5.4). Its id derives from the
 // compaction part, so every run of the job (a retry after a crash, a duplicate job) finds the
 // same row: a run never adds a second summary, it replaces the unfinished content of an earlier
 // run by marking those text parts `ignored` (kept in the log, never sent) and writing fresh ones.

@@ -8,7 +8,7 @@ import type { WorkerDeps } from '../deps.ts';
 import { withSessionLease } from '../lease-runner.ts';
 import { failSession } from '../session-status.ts';
 
-// The compaction job (CONTEXT.md §5): one compaction point, under the session lease. The work is
+// The compaction job (docs/context.md §5): one compaction point, under the session lease. The work is
 // compaction/run.ts; this shell adds the last-attempt rule: when BullMQ will not retry again, the
 // session ends with a typed CompactionError instead of staying `compacting` forever; and the
 // abort rule: POST …/abort stops the summary's model call (run.ts), then this job ends the turn

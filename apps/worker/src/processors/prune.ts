@@ -15,9 +15,9 @@ import { loadContext, type SessionContext } from '../session-context.ts';
 import { setStatus } from '../session-status.ts';
 import type { SessionWriter } from '../session-writer.ts';
 
-// The prune job (CONTEXT.md §3: cheapest defence first), under the session lease.
+// The prune job (docs/context.md §3: cheapest defence first), under the session lease.
 // - purpose `idle`: the loop went idle; prune, then schedule a background compaction when the
-//   context is above the lower threshold (§2, seed 004).
+//   context is above the background threshold (docs/context.md §2).
 // - purpose `compact`: the loop needs room; prune first, and only if that is not enough (or the
 //   provider rejected the request) append the compaction marker and hand over to the compaction
 //   job. When pruning alone brings the estimate under the trigger, the loop just continues.

@@ -27,7 +27,7 @@ import {
 import { enqueueCompact } from './prune.ts';
 import { enqueueTitle } from './title.ts';
 
-// The step job: one loop iteration of CONTEXT.md §6. Everything is re-derived from the log, so
+// The step job: one loop iteration of docs/context.md §6. Everything is re-derived from the log, so
 // running it twice, or after a crash, continues the loop instead of repeating it. Context
 // management is routed, never done here: a pending compaction goes to the compaction job, a
 // needed one (pre-call estimate or provider rejection) to the prune job, which prunes first.

@@ -23,7 +23,7 @@ import { jobIds, PRIORITY, publishEvents } from '@loopline/queue';
 import type { WorkerDeps } from '../deps.ts';
 import type { SessionWriter } from '../session-writer.ts';
 
-// Tool calls a step does not run to completion itself (session control, issue #5):
+// Tool calls a step does not run to completion itself (session control):
 //
 // - `task` (built in): starts a subagent in a child session. One fenced transaction of the parent
 //   creates the child session (parent_session_id), its prompt message and status `queued`, and

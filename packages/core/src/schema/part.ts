@@ -130,7 +130,7 @@ export const CompactionPart = PartBase.extend({
    */
   streak: z.number().int().positive().optional(),
   /**
-   * Written by the idle-session background job (seed 004's compactionThreshold): like `auto`, but
+   * Written by the idle-session background job (above the background threshold, docs/context.md §2): like `auto`, but
    * nothing is appended afterwards and the loop is not restarted.
    */
   background: z.boolean().optional(),

@@ -1,4 +1,4 @@
-// What one compaction job works on (CONTEXT.md §5.2): the frozen model view before the compaction
+// What one compaction job works on (docs/context.md §5.2): the frozen model view before the compaction
 // message (head + tail candidates), the input that arrived after it, and — after an overflow —
 // the user request that must reach the model again. Pure: the job loads, this only selects.
 

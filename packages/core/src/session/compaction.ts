@@ -1,4 +1,4 @@
-// Summary compaction (CONTEXT.md §5) as pure steps: the compaction request built from the head,
+// Summary compaction (docs/context.md §5) as pure steps: the compaction request built from the head,
 // the text appended afterwards, the projected size that decides whether a rung was enough, and
 // the chunking used when the head itself is too large for one request. The job runs the ladder.
 

@@ -1,4 +1,4 @@
-// Session control read from the log (issue #5): tool calls the session is waiting on (subagents
+// Session control read from the log: tool calls the session is waiting on (subagents
 // started by the task tool, client tools answered over HTTP), aborted turns, and `queue` mode's
 // held mid-run messages. Pure: every answer is re-derived from the messages, by `seq`.
 

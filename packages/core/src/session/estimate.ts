@@ -1,4 +1,4 @@
-// The pre-call overflow estimate (CONTEXT.md §2 point 1): the provider's own count of the last
+// The pre-call overflow estimate (docs/context.md §2 point 1): the provider's own count of the last
 // request, plus tiktoken counts of what was added since, scaled by a per-session provider/tiktoken
 // ratio. Provider counts are the truth; tiktoken only has to measure the difference.
 

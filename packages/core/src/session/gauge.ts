@@ -1,4 +1,4 @@
-// The context gauge (CONTEXT.md §2 and §5.7; seed 004 §4.1 CompactionSuggestion): how full the
+// The context gauge (docs/context.md §2 and §5.7): how full the
 // next prompt is against the two thresholds, and what each line of defence would free. Pure: the
 // gateway's session and /context views are built from it. It never decides anything for the loop
 // (decide/isOverflow do), but it reads the same numbers: contextBudget, estimateNextPrompt,
@@ -65,7 +65,7 @@ export interface GaugeInput {
   overhead?: number | undefined;
 }
 
-/** Seed 004's CompactionSuggestion. */
+/** Whether the session should compact now, what it would save, and why. */
 export interface CompactionSuggestion {
   /** The next prompt is at or above the background threshold (and the model has a known window). */
   shouldCompact: boolean;

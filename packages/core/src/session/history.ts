@@ -1,5 +1,5 @@
 // The model's view of a session's log: where the newest completed compaction boundary cuts it
-// (filterCompacted, CONTEXT.md §4 and §7) and where the database may start loading (findBoundarySeq).
+// (filterCompacted, docs/context.md §4 and §7) and where the database may start loading (findBoundarySeq).
 // Pure: orders rows by `seq` (PostgreSQL's order), never by ids or clocks.
 
 import type { AssistantMessage, WithParts } from '../schema/message.ts';

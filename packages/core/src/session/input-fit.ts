@@ -1,4 +1,4 @@
-// Whether one user input can ever be read by the model (CONTEXT.md §2): the words the user sent
+// Whether one user input can ever be read by the model (docs/context.md §2): the words the user sent
 // must reach the model whole, beside the system prompt and at least the shortest summary of what
 // came before. An input larger than that cannot be made to fit by any compaction (compaction
 // never shortens the user's own request), so the gateway refuses it up front with a clear 4xx

@@ -1,4 +1,4 @@
-// The whole loop policy (CONTEXT.md §6) as one pure function: from the filtered log and a few
+// The whole loop policy (docs/context.md §6) as one pure function: from the filtered log and a few
 // numbers, what the step job does next. Every decision is re-derived from durable state, so a
 // retried step after a crash decides the same thing again.
 

@@ -1,4 +1,4 @@
-// The context budget of a model and the overflow test (CONTEXT.md §2), exactly as specified:
+// The context budget of a model and the overflow test (docs/context.md §2), exactly as specified:
 // the same numbers decide the pre-call check, the step-finish check and the idle background job.
 
 import type { CompactionConfig, ModelLimits, RuntimeFlags } from '../config.ts';

@@ -1,4 +1,4 @@
-// Every fixed string the model sees in place of something else (CONTEXT.md §4, §5), verbatim.
+// Every fixed string the model sees in place of something else (docs/context.md §4, §5), verbatim.
 // Kept in one file so a test, a prompt review or a grep finds them all; never reword one casually:
 // models have been prompted with these exact texts upstream.
 

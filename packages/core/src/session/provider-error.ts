@@ -1,4 +1,4 @@
-// Classifies a provider's rejection (CONTEXT.md §2 point 3): a prompt that is too long is an
+// Classifies a provider's rejection (docs/context.md §2 point 3): a prompt that is too long is an
 // overflow to compact, never an error to retry; rate limits and outages are retried; anything else
 // the provider refuses is terminal. The llm package extracts status/body/code from the SDK error.
 

@@ -1,4 +1,4 @@
-// Revert (CONTEXT.md §7) as a plan over the log: which rows a revert hides and where the
+// Revert (docs/context.md §7) as a plan over the log: which rows a revert hides and where the
 // session's boundary pointer points afterwards. Pure: the gateway loads the log, marks the rows
 // (`reverted`, never deleted) and stores the pointer in one transaction.
 

@@ -1,5 +1,5 @@
-// The last rung of the compaction ladder (CONTEXT.md §5.6): a summary built without an LLM, after
-// seed 004's MessageSummary. It cannot fail and its size is bounded, so a compaction always
+// The last rung of the compaction ladder (docs/context.md §5.6): a summary built without an LLM (message
+// range, key tool actions, files touched, the last request). It cannot fail and its size is bounded, so a compaction always
 // makes progress even when the summary model is down or the head is too large for it.
 
 import type { WithParts } from '../schema/message.ts';

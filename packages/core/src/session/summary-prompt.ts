@@ -1,4 +1,4 @@
-// The words of summary compaction (CONTEXT.md §5.3): the hidden compaction agent's system prompt,
+// The words of summary compaction (docs/context.md §5.3): the hidden compaction agent's system prompt,
 // the summary template, and the final user message asking for an anchored summary (or a merge of
 // chunk summaries). Text only; compaction.ts assembles the messages around it.
 

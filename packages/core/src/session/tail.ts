@@ -1,4 +1,4 @@
-// Which recent messages a compaction keeps verbatim (CONTEXT.md §5.2): the last `tailTurns` user
+// Which recent messages a compaction keeps verbatim (docs/context.md §5.2): the last `tailTurns` user
 // turns within a token budget, split at a message boundary when a turn does not fit. Everything
 // before the tail is the head, which the summary replaces.
 

@@ -1,4 +1,4 @@
-// Turns the filtered log into what the model is sent (CONTEXT.md §4): AI SDK ModelMessages, the
+// Turns the filtered log into what the model is sent (docs/context.md §4): AI SDK ModelMessages, the
 // max-steps wrap-up message and the system blocks. Never drops a tool call's result: every call
 // the model sees gets one, or providers reject the whole request.
 

@@ -165,7 +165,7 @@ export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.createIndex('steps_session_idx').on('steps').columns(['session_id', 'step']).execute();
 
   // One row per compaction run (a retried job adds a row; earlier running rows of the same
-  // compaction point are closed as failed). CONTEXT.md §5.7.
+  // compaction point are closed as failed). docs/context.md §5.7.
   await db.schema
     .createTable('compactions')
     .addColumn('id', 'text', (c) => c.primaryKey())

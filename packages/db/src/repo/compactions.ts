@@ -5,7 +5,7 @@ import { toJsonOrNull } from '../tables/columns.ts';
 import type { CompactionReason } from '../tables/compaction.table.ts';
 import { type CompactionInfo, toCompaction } from './mappers.ts';
 
-// Compaction records (CONTEXT.md §5.7): one row per run of a compaction point. A run that
+// Compaction records (docs/context.md §5.7): one row per run of a compaction point. A run that
 // starts closes any earlier run of the same point still marked running (its worker died), so
 // at most one run per point is ever `running`. Rows are never deleted.
 

@@ -160,7 +160,7 @@ export async function getMessage(
   return message;
 }
 
-/** Hides every message from `fromSeq` on from the model (CONTEXT.md §7); returns how many were marked. */
+/** Hides every message from `fromSeq` on from the model (docs/context.md §7); returns how many were marked. */
 export async function markReverted(
   trx: Trx,
   tenantId: string,

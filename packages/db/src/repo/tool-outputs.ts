@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db, Trx } from '../client.ts';
 
-// Full text of tool outputs truncated at ingest (CONTEXT.md §3.1), read by the read_output tool.
+// Full text of tool outputs truncated at ingest (docs/context.md §3.1), read by the read_output tool.
 // Expiry is computed from the database clock; an expired output reads as absent.
 
 export interface SaveToolOutputInput {

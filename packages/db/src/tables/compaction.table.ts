@@ -2,7 +2,7 @@ import type { ErrorData } from '@loopline/core';
 import type { ColumnType, Insertable, Selectable } from 'kysely';
 import type { CreatedAt, NullableJson, NullableTimestamp } from './columns.ts';
 
-// compactions: one row per compaction run (CONTEXT.md §5.7): when, why, rung, tokens
+// compactions: one row per compaction run (docs/context.md §5.7): when, why, rung, tokens
 // before/after, duration, model, status.
 
 /**
