@@ -7,6 +7,7 @@ import { closeDb, createDb } from '@loopline/db';
 import { adminUrl } from '@loopline/testkit';
 import {
   describeResult,
+  estimateErrorTable,
   loadTrajectories,
   REPLAY_STACK_OPTIONS,
   type ReplayResult,
@@ -129,6 +130,13 @@ async function main() {
       (failed.length > 0
         ? ` ${failed.length} run(s) did not finish: ${failed.map((r) => r.id).join(', ')}.`
         : ''),
+    '',
+    'Pre-call estimate against the prompt the server reported, per model step of the prune-on runs ' +
+      '(step ledger; absolute error in %; unanchored = the first request and the first after a compaction). ' +
+      "The mock server counts with o200k, so this measures the estimate's own construction (framing, " +
+      'carried ratio, margins), not a foreign tokenizer; `test/e2e/servers-conformance.test.ts` covers those.',
+    '',
+    estimateErrorTable(results.on),
     '',
     '<details><summary>Per conversation</summary>',
     '',

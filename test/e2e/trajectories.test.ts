@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   describeResult,
+  estimateErrorTable,
   loadTrajectories,
   REPLAY_STACK_OPTIONS,
   type ReplayResult,
@@ -44,6 +45,7 @@ describe('recorded conversations, replayed whole', () => {
         scripts.map((s, i) => replay(stack, webhook, s, `${name}-${i}`, { window })),
       );
       console.info(`\n${name} window:\n${runs.map(describeResult).join('\n')}`);
+      console.info(`estimate against the reported prompt, ${name}:\n${estimateErrorTable(runs)}`);
       for (const r of runs) {
         const what = `${r.id}: ${JSON.stringify(r.error)}`;
         expect(r.status, what).toBe('idle');

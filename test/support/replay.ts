@@ -109,7 +109,16 @@ export function toScript(t: Trajectory): Script {
     return { name, description: (declared.get(name)?.description ?? name).slice(0, 10_000), inputSchema };
   });
   const system = t.messages.find((m) => m.role === 'system')?.content;
-  return { id: t.id, family: t.id.split('/')[0]!, system, tools, users, rules, outputs, steps };
+  return {
+    id: t.id,
+    family: modelFamily(t.meta?.model) ?? t.id.split('/')[0]!,
+    system,
+    tools,
+    users,
+    rules,
+    outputs,
+    steps,
+  };
 }
 
 /** The webhook every replayed tool calls: `POST /replay/<key>` answers with the recorded output. */
@@ -175,6 +184,12 @@ export interface ReplayResult {
   orphans: string[];
   /** Error names of assistant messages in the log (e.g. a ContextOverflowError that was handled). */
   errors: string[];
+  /**
+   * Pre-call estimate against the prompt the server reported, per model step (step ledger), in %
+   * ((estimate − reported) / reported): `unanchored` are the first request and the first after a
+   * compaction (no report to build on), `anchored` the rest.
+   */
+  estimateErrors: { anchored: number[]; unanchored: number[] };
 }
 
 /**
@@ -263,6 +278,20 @@ export async function replay(
       ),
     );
     const calls = mock.calls.filter((c) => !c.system.includes(SUMMARY_SYSTEM));
+    const ledger = await stack.deps.db
+      .selectFrom('steps')
+      .select(['estimate', 'usage'])
+      .where('session_id', '=', id)
+      .where('kind', '=', 'step')
+      .execute();
+    const estimateErrors = { anchored: [] as number[], unanchored: [] as number[] };
+    for (const row of ledger) {
+      const e = row.estimate as { tokens: number; anchored: boolean } | null;
+      const u = row.usage as { input: number; cache: { read: number; write: number } } | null;
+      const reported = u ? u.input + u.cache.read + u.cache.write : 0;
+      if (!e || reported <= 0) continue;
+      estimateErrors[e.anchored ? 'anchored' : 'unanchored'].push(((e.tokens - reported) / reported) * 100);
+    }
     return {
       id: script.id,
       family: script.family,
@@ -280,6 +309,7 @@ export async function replay(
       rejected: mock.calls.filter((c) => c.status !== 200).length,
       orphans: mock.calls.flatMap(wireOrphans),
       errors: log.flatMap((m) => (m.info.role === 'assistant' && m.info.error ? [m.info.error.name] : [])),
+      estimateErrors,
     };
   } finally {
     await mock.close();
@@ -296,4 +326,34 @@ export function describeResult(r: ReplayResult): string {
     `${r.compactions} compactions${rungs ? ` (${rungs})` : ''}, ` +
     `prune cleared ${r.prunedParts} outputs (${r.prunedTokens} tokens), max prompt ${r.maxPrompt}`
   );
+}
+
+/** Median, p90 and max of the absolute estimate errors (%) per model family, anchored and not. */
+export function estimateErrorTable(results: ReplayResult[]): string {
+  const families = [...new Set(results.map((r) => r.family))].sort();
+  const stats = (xs: number[]) => {
+    const a = xs.map(Math.abs).sort((x, y) => x - y);
+    if (a.length === 0) return '—';
+    const at = (q: number) => a[Math.min(a.length - 1, Math.floor(q * a.length))]!.toFixed(1);
+    return `${at(0.5)} / ${at(0.9)} / ${a.at(-1)!.toFixed(1)} (n=${a.length})`;
+  };
+  const lines = [
+    '| family | anchored: median / p90 / max % | unanchored: median / p90 / max % |',
+    '| --- | --- | --- |',
+  ];
+  for (const f of families) {
+    const rs = results.filter((r) => r.family === f);
+    lines.push(
+      `| ${f} | ${stats(rs.flatMap((r) => r.estimateErrors.anchored))} | ${stats(rs.flatMap((r) => r.estimateErrors.unanchored))} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+/** The model family a recorded conversation's model id names (for the per-family estimate table). */
+function modelFamily(model: string | undefined): string | undefined {
+  const m = model?.toLowerCase() ?? '';
+  for (const f of ['claude', 'gemini', 'deepseek', 'llama', 'qwen', 'mistral', 'gpt'])
+    if (m.includes(f)) return f;
+  return undefined;
 }
