@@ -4,6 +4,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { GatewayDeps } from './deps.ts';
 import { inspectorPlugin } from './inspector/index.ts';
+import { sessionStreams } from './lib/streams.ts';
 import { operatorAuth, sameSecret, tenantAuth } from './plugins/auth.ts';
 import { bullBoardPlugin } from './plugins/bull-board.ts';
 import { registerCors } from './plugins/cors.ts';
@@ -113,13 +114,15 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
       await v1.register(sessionRoutes);
       await v1.register(sessionListRoutes); // list, children, delete
       await v1.register(messageRoutes);
-      await v1.register(eventRoutes, { heartbeatMs: deps.sseHeartbeatMs });
+      // One event hub and one set of stream caps for both kinds of stream (SSE and chat).
+      const streams = sessionStreams(v1);
+      await v1.register(eventRoutes, { heartbeatMs: deps.sseHeartbeatMs, streams });
       await v1.register(compactRoutes);
       await v1.register(contextRoutes);
       await v1.register(sessionControlRoutes); // abort, client tool results
       await v1.register(batchRoutes);
       await v1.register(webhookRoutes); // event webhooks: subscriptions, deliveries
-      await v1.register(chatRoutes); // AI SDK UI (useChat)
+      await v1.register(chatRoutes, { streams }); // AI SDK UI (useChat)
     },
     { prefix: '/v1' },
   );

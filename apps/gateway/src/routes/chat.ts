@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { UserPartInput } from '@loopline/db';
 import { getToolsByName, type SessionInfo } from '@loopline/db';
-import { createEventHub, lastEventId } from '@loopline/queue';
+import { lastEventId } from '@loopline/queue';
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -11,7 +11,7 @@ import { HttpError } from '../lib/http-error.ts';
 import { refuseOversizedInput } from '../lib/input-fit.ts';
 import { pendingToolCalls } from '../lib/pending.ts';
 import { loadSession } from '../lib/sessions.ts';
-import { streamLimiter } from '../lib/stream-limits.ts';
+import type { SessionStreams } from '../lib/streams.ts';
 import { submitToolResults } from '../lib/tool-results.ts';
 import { createUIStreamTranslator } from '../lib/ui-stream.ts';
 import { tenantOf } from '../plugins/auth.ts';
@@ -29,9 +29,9 @@ import { withErrors } from '../schemas.ts';
 // its start, or answers 204 when no turn runs. The stream is the session's event stream from the
 // turn's start, translated (lib/ui-stream.ts); it ends when the session is idle, fails, or waits
 // for client tool results. Closing it never stops the turn: the session runs on, and a resume
-// reattaches. Streams read through this plugin's event hub (two Redis connections per process,
-// however many chats are open) and are capped per API key and tenant like the SSE streams
-// (GatewayDeps.sse, counted separately: 429 past the cap).
+// reattaches. Streams read through the process's one event hub (lib/streams.ts: two Redis
+// connections however many SSE and chat streams are open), and count against the same per-key and
+// per-tenant caps as the SSE streams (GatewayDeps.sse: 429 past the cap).
 
 const HEARTBEAT_MS = 15_000;
 const UI_STREAM_HEADERS = {
@@ -119,20 +119,14 @@ function write(raw: ServerResponse, chunk: string): Promise<void> {
   });
 }
 
-export const chatRoutes: FastifyPluginAsyncZod = async (app) => {
+/** The process's hub, caps and open streams, shared with the SSE events route. */
+export interface ChatRoutesOptions {
+  streams: SessionStreams;
+}
+
+export const chatRoutes: FastifyPluginAsyncZod<ChatRoutesOptions> = async (app, opts) => {
   const deps = app.deps;
-  const hub = createEventHub(deps.redis, deps.keys, { connectionName: 'loopline-chat' });
-  const limits = streamLimiter({
-    maxPerKey: deps.sse?.maxPerKey ?? 20,
-    maxPerTenant: deps.sse?.maxPerTenant ?? 100,
-  });
-  const open = new Set<() => void>();
-  app.addHook('preClose', async () => {
-    for (const close of open) close();
-  });
-  app.addHook('onClose', async () => {
-    hub.close();
-  });
+  const { hub, limits, open } = opts.streams;
 
   /** Counts a new chat stream for the key and tenant, or refuses it (429, before anything is written). */
   function admit(tenant: { id: string; keyId: string }): () => void {

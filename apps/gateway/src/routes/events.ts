@@ -1,10 +1,10 @@
 import type { ServerResponse } from 'node:http';
 import { SessionEvent } from '@loopline/core';
-import { createEventHub, lastEventId } from '@loopline/queue';
+import { lastEventId } from '@loopline/queue';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { HttpError } from '../lib/http-error.ts';
 import { loadSession } from '../lib/sessions.ts';
-import { streamLimiter } from '../lib/stream-limits.ts';
+import type { SessionStreams } from '../lib/streams.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import { EventsHeaders, EventsQuery, IdParam, withErrors } from '../schemas.ts';
 
@@ -33,6 +33,8 @@ const DEFAULT_HEARTBEAT_MS = 15_000;
 export interface EventRoutesOptions {
   /** Idle time before a `: heartbeat` comment (and the XREAD BLOCK timeout). */
   heartbeatMs?: number;
+  /** The process's hub, caps and open streams, shared with the chat stream. */
+  streams: SessionStreams;
 }
 
 function write(raw: ServerResponse, chunk: string): Promise<void> {
@@ -82,19 +84,8 @@ function waiter() {
 export const eventRoutes: FastifyPluginAsyncZod<EventRoutesOptions> = async (app, opts) => {
   const deps = app.deps;
   const heartbeatMs = opts.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
-  const hub = createEventHub(deps.redis, deps.keys);
-  const limits = streamLimiter({
-    maxPerKey: deps.sse?.maxPerKey ?? 20,
-    maxPerTenant: deps.sse?.maxPerTenant ?? 100,
-  });
+  const { hub, limits, open } = opts.streams;
   const { metrics } = deps;
-  const open = new Set<() => void>();
-  app.addHook('preClose', async () => {
-    for (const close of open) close();
-  });
-  app.addHook('onClose', async () => {
-    hub.close();
-  });
 
   app.get(
     '/sessions/:id/events',
