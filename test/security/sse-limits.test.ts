@@ -204,6 +204,37 @@ describe('open event streams', () => {
     );
   });
 
+  it('count AI SDK UI chat streams against the same caps, refused before anything is written', async () => {
+    const streams: OpenStream[] = [];
+    for (let i = 0; i < PER_KEY; i++) streams.push(await open(key1));
+    expect(streams.map((s) => s.status)).toEqual(Array(PER_KEY).fill(200));
+    const before = await app.inject({
+      method: 'GET',
+      url: `/v1/sessions/${sessionId}/messages`,
+      headers: bearer(key1),
+    });
+    const chat = await app.inject({
+      method: 'POST',
+      url: '/v1/chat',
+      headers: bearer(key1),
+      payload: {
+        id: sessionId,
+        trigger: 'submit-message',
+        messages: [{ id: 'ui-over-cap', role: 'user', parts: [{ type: 'text', text: 'over the cap' }] }],
+      },
+    });
+    expect(chat.statusCode, chat.body).toBe(429);
+    expect(chat.json().error.details).toEqual({ scope: 'api_key', limit: PER_KEY });
+    const after = await app.inject({
+      method: 'GET',
+      url: `/v1/sessions/${sessionId}/messages`,
+      headers: bearer(key1),
+    });
+    expect(after.json()).toEqual(before.json());
+    for (const s of streams) s.close();
+    await until('every stream closed', async () => (await metric('loopline_sse_streams_open')) === 0);
+  });
+
   it('share two Redis connections per gateway, however many are open, and each gets every event', async () => {
     const one = await open(key1);
     await until('the hub connected', async () => (await connections()).sse === 2);
