@@ -6,6 +6,21 @@ import type { Db, Trx } from '../client.ts';
 // records, its batch item — and the same for every child session (subagents) below it. History is otherwise
 // append-only; this is the one path that deletes it. One transaction: all of it or nothing.
 
+/**
+ * Every table that holds a session's data by `session_id`, in an order that respects their
+ * foreign keys (parts before messages). A new table keyed by session belongs here.
+ */
+const SESSION_DATA_TABLES = [
+  'idempotency_keys',
+  'tool_outputs',
+  'attachments',
+  'parts',
+  'compactions',
+  'steps',
+  'messages',
+  'batch_items',
+] as const;
+
 export type DeleteSessionOutcome =
   | { deleted: true; sessionIds: string[] }
   | { deleted: false; reason: 'not_found' }
@@ -64,38 +79,8 @@ export async function deleteSessionTree(
       .executeTakeFirst();
     if (running) return { deleted: false, reason: 'batch_running', batchId: running.id };
 
-    await trx
-      .deleteFrom('idempotency_keys')
-      .where('tenant_id', '=', tenantId)
-      .where('session_id', 'in', ids)
-      .execute();
-    await trx
-      .deleteFrom('tool_outputs')
-      .where('tenant_id', '=', tenantId)
-      .where('session_id', 'in', ids)
-      .execute();
-    await trx
-      .deleteFrom('attachments')
-      .where('tenant_id', '=', tenantId)
-      .where('session_id', 'in', ids)
-      .execute();
-    await trx.deleteFrom('parts').where('tenant_id', '=', tenantId).where('session_id', 'in', ids).execute();
-    await trx
-      .deleteFrom('compactions')
-      .where('tenant_id', '=', tenantId)
-      .where('session_id', 'in', ids)
-      .execute();
-    await trx.deleteFrom('steps').where('tenant_id', '=', tenantId).where('session_id', 'in', ids).execute();
-    await trx
-      .deleteFrom('messages')
-      .where('tenant_id', '=', tenantId)
-      .where('session_id', 'in', ids)
-      .execute();
-    await trx
-      .deleteFrom('batch_items')
-      .where('tenant_id', '=', tenantId)
-      .where('session_id', 'in', ids)
-      .execute();
+    for (const table of SESSION_DATA_TABLES)
+      await trx.deleteFrom(table).where('tenant_id', '=', tenantId).where('session_id', 'in', ids).execute();
     // Children before parents (parent_session_id references sessions.id).
     for (const id of [...ids].reverse())
       await trx.deleteFrom('sessions').where('tenant_id', '=', tenantId).where('id', '=', id).execute();
