@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_WEBHOOK_SUBSCRIPTIONS } from '../../apps/gateway/src/routes/webhooks.ts';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
 import { until } from '../support/wait.ts';
 import { summaryRule } from './context-fixtures.ts';
@@ -127,6 +128,19 @@ describe('subscriptions', () => {
     expect((await other.call('GET', '/v1/webhooks/crud/deliveries')).status).toBe(404);
     expect((await client.call('DELETE', '/v1/webhooks/crud')).status).toBe(200);
     expect((await client.call('GET', '/v1/webhooks/crud')).status).toBe(404);
+  });
+
+  it('caps the subscriptions of a tenant (each event fans out to all of them): 409, nothing written', async () => {
+    const capped = await stack.tenant('capped');
+    const hook = (name: string) =>
+      capped.call('PUT', `/v1/webhooks/${name}`, { url: `${receiverUrl}/${name}`, events: ['session.idle'] });
+    for (let i = 0; i < MAX_WEBHOOK_SUBSCRIPTIONS; i++) expect((await hook(`h${i}`)).status).toBe(201);
+    const over = await hook('one-too-many');
+    expect(over.status).toBe(409);
+    expect(over.body.error.details).toEqual({ limit: MAX_WEBHOOK_SUBSCRIPTIONS });
+    expect((await capped.call('GET', '/v1/webhooks')).body.webhooks).toHaveLength(MAX_WEBHOOK_SUBSCRIPTIONS);
+    // Updating an existing one is not a new subscription.
+    expect((await hook('h0')).status).toBe(200);
   });
 });
 

@@ -4809,6 +4809,15 @@ export interface operations {
                 };
             };
             /** @description Every error response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
             413: {
                 headers: {
                     [name: string]: unknown;

@@ -55,6 +55,7 @@ const CONFLICTS = new Set([
   'deleteSession',
   'deleteTool',
   'chat',
+  'putV1WebhooksName', // the per-tenant subscription cap
 ]);
 /** Operations that look up another resource named in the body (404 without a path id). */
 const BODY_LOOKUPS = new Set(['createSession', 'createBatch', 'chat']);

@@ -12,7 +12,7 @@ import {
 import type { WebhookEventType } from '@loopline/queue';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { notFound } from '../lib/http-error.ts';
+import { HttpError, notFound } from '../lib/http-error.ts';
 import { iso, isValidName } from '../lib/sessions.ts';
 import { checkWebhookUrl, newWebhookSecret, sealWebhookSecret } from '../lib/webhooks.ts';
 import { tenantOf } from '../plugins/auth.ts';
@@ -57,6 +57,9 @@ const deliveryView = (d: WebhookDelivery) => ({
   deliveredAt: d.deliveredAt ? iso(d.deliveredAt) : null,
 });
 
+/** Subscriptions per tenant. */
+export const MAX_WEBHOOK_SUBSCRIPTIONS = 20;
+
 export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
   const deps = app.deps;
 
@@ -85,6 +88,13 @@ export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
       const body = request.body;
       checkWebhookUrl(deps, body.url);
       const exists = await getWebhookSubscription(deps.db, tenantId, name);
+      // Every event fans out to each subscription: a bounded count bounds the deliveries per event.
+      if (!exists && (await listWebhookSubscriptions(deps.db, tenantId)).length >= MAX_WEBHOOK_SUBSCRIPTIONS)
+        throw new HttpError(
+          'conflict',
+          `A tenant has at most ${MAX_WEBHOOK_SUBSCRIPTIONS} webhook subscriptions: delete one first`,
+          { limit: MAX_WEBHOOK_SUBSCRIPTIONS },
+        );
       const secret = !exists || body.rotateSecret ? newWebhookSecret() : undefined;
       const { subscription, created } = await putWebhookSubscription(
         deps.db,
