@@ -72,8 +72,12 @@ export interface MockLlm {
   readonly calls: RecordedCall[];
   /** How many times each rule fired, by rule index. */
   ruleCounts(): Record<number, number>;
-  /** Clears calls, rule counters and the prompt cache. */
+  /** Clears calls, rule counters and the prompt cache (and the in-flight peak). */
   reset(): void;
+  /** Model requests being answered right now (from the request to the end of its response). */
+  readonly inFlight: number;
+  /** The most requests answered at once since start or the last reset(). */
+  readonly maxInFlight: number;
 }
 
 interface State {
@@ -83,6 +87,8 @@ interface State {
   calls: RecordedCall[];
   seq: number;
   tokenMemo: boolean;
+  inFlight: number;
+  maxInFlight: number;
 }
 
 function meta(conv: Conversation, seq: number): WireMeta {
@@ -196,6 +202,11 @@ function buildMockApp(state: State, logger: boolean) {
   const app = Fastify({ logger, bodyLimit: 256 * 1024 * 1024, forceCloseConnections: true });
 
   const handle = (endpoint: Endpoint) => async (request: FastifyRequest, reply: FastifyReply) => {
+    // In flight until the response is finished or its socket goes (a test of how many calls a
+    // worker keeps open at once reads the peak).
+    state.inFlight++;
+    state.maxInFlight = Math.max(state.maxInFlight, state.inFlight);
+    reply.raw.once('close', () => state.inFlight--);
     let conv: Conversation;
     try {
       conv = endpoint === 'chat' ? fromChatBody(request.body) : fromResponsesBody(request.body);
@@ -240,6 +251,8 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
     calls: [],
     seq: 0,
     tokenMemo: opts.tokenMemo ?? false,
+    inFlight: 0,
+    maxInFlight: 0,
   };
   // Load the encoder now (≈ 0.3 s), not inside the first request's latency budget.
   countText('warm up');
@@ -265,6 +278,13 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
       state.calls.length = 0;
       state.rules.reset();
       state.cache.clear();
+      state.maxInFlight = state.inFlight;
+    },
+    get inFlight() {
+      return state.inFlight;
+    },
+    get maxInFlight() {
+      return state.maxInFlight;
     },
   };
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { acquireLease, keySpace, publishEvents, readEvents } from '../src/index.ts';
+import { acquireLease, heldLeases, keySpace, publishEvents, readEvents } from '../src/index.ts';
 
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
 const keys = keySpace(`test-${randomUUID()}`);
@@ -38,6 +38,48 @@ describe('session lock', () => {
     expect(a!.signal.aborted).toBe(true);
     expect(await a!.release()).toBe(false);
     expect(await redis.get(key)).toBe('someone-else');
+  });
+});
+
+describe('batched renewal', () => {
+  it('renews every lease of a process with one command per tick, and a lost one aborts only its holder', async () => {
+    // A client of its own, so that what it sends can be counted.
+    const client = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+    const sent: string[] = [];
+    const send = client.sendCommand.bind(client);
+    client.sendCommand = ((cmd: { name: string }) => {
+      sent.push(cmd.name);
+      return send(cmd as never);
+    }) as typeof client.sendCommand;
+    try {
+      const leases = await Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          acquireLease(client, keys.lock(`ses_batch_${i}`), { ttlMs: 300 }),
+        ),
+      );
+      expect(leases.every((l) => l !== null)).toBe(true);
+      expect(heldLeases(client)).toBe(40);
+      sent.length = 0;
+      // Someone else holds lease 7's key now (as if it had expired and been taken).
+      await redis.set(keys.lock('ses_batch_7'), 'someone-else', 'PX', 5000);
+      await new Promise((r) => setTimeout(r, 800)); // more than two TTLs: several ticks
+      const ticks = sent.filter((c) => c === 'evalsha' || c === 'eval').length;
+      // Several ticks of one call each, not 40 calls per tick.
+      expect(ticks).toBeGreaterThanOrEqual(2);
+      expect(ticks).toBeLessThan(40);
+      for (const [i, lease] of leases.entries()) {
+        expect(lease!.lost).toBe(i === 7);
+        expect(lease!.signal.aborted).toBe(i === 7);
+        if (i !== 7) expect(await redis.get(keys.lock(`ses_batch_${i}`))).toBe(lease!.owner);
+      }
+      expect(heldLeases(client)).toBe(39);
+      await Promise.all(leases.map((l) => l!.release()));
+      expect(heldLeases(client)).toBe(0);
+      expect(await redis.get(keys.lock('ses_batch_7'))).toBe('someone-else');
+      expect(await redis.exists(keys.lock('ses_batch_0'))).toBe(0);
+    } finally {
+      client.disconnect();
+    }
   });
 });
 
