@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { isCluster, type RedisClient } from './redis.ts';
+import { chunks, RenewalTicker, tickerFor } from './renewals.ts';
 import { loadLua, lockScripts } from './scripts.ts';
 
 // SessionLock: one runner per session. A Redis key set with NX PX, renewed while the holder
@@ -7,8 +8,8 @@ import { loadLua, lockScripts } from './scripts.ts';
 // holder's AbortSignal so the LLM stream and tools stop. The lock alone is not trusted for
 // writes: the holder also bumps the session's fence in PostgreSQL and every write checks it.
 //
-// Renewal is batched per process: the leases of one Redis client and timing share ONE timer,
-// and each tick extends all of them in one Lua call (extendLocks.lua; chunks of 500 keys), so a
+// Renewal is batched per process (renewals.ts): the leases of one Redis client and timing share
+// ONE timer, and each tick extends all of them in one Lua call (extendLocks.lua; chunks of 500 keys), so a
 // worker holding 1,000 sessions through their model calls sends one command every ttl/3, not
 // 1,000 timers and 1,000 commands. The answer is per lease: a lease the tick finds gone or taken
 // is marked lost and only its holder is aborted. On a Redis Cluster the locks of different
@@ -55,103 +56,46 @@ function extendLocks(redis: RedisClient, keys: string[], owners: string[], ttlMs
   return (redis as unknown as ExtendLocksCommand).llExtendLocks(keys.length, ...keys, ttlMs, ...owners);
 }
 
+const tickers = new WeakMap<RedisClient, Map<string, RenewalTicker<Held>>>();
+
 /** The one renewal timer of the leases of a Redis client with the same TTL and period. */
-class LeaseRenewer {
-  private readonly held = new Set<Held>();
-  private timer: NodeJS.Timeout | undefined;
-  private ticking = false;
-  private readonly redis: RedisClient;
-  private readonly ttlMs: number;
-  private readonly everyMs: number;
-
-  constructor(redis: RedisClient, ttlMs: number, everyMs: number) {
-    this.redis = redis;
-    this.ttlMs = ttlMs;
-    this.everyMs = everyMs;
-  }
-
-  get size(): number {
-    return this.held.size;
-  }
-
-  add(h: Held): void {
-    this.held.add(h);
-    if (!this.timer) {
-      this.timer = setInterval(() => void this.tick(), this.everyMs);
-      this.timer.unref();
-    }
-  }
-
-  delete(h: Held): void {
-    this.held.delete(h);
-    if (this.held.size === 0 && this.timer) {
-      clearInterval(this.timer);
-      this.timer = undefined;
-    }
-  }
-
-  private async tick(): Promise<void> {
-    // A tick still waiting on Redis (a hiccup): the next one would only queue behind it.
-    if (this.ticking || this.held.size === 0) return;
-    this.ticking = true;
-    try {
-      const batch = [...this.held];
-      if (isCluster(this.redis)) {
-        const scripts = lockScripts(this.redis);
+function tickerOf(redis: RedisClient, ttlMs: number, everyMs: number): RenewalTicker<Held> {
+  return tickerFor(tickers, redis, ttlMs, everyMs, () => {
+    const ticker: RenewalTicker<Held> = new RenewalTicker(everyMs, async (batch) => {
+      // A lease released since the tick began is not ours to judge any more.
+      const settle = (h: Held, answer: number) => {
+        if (answer !== 1 && ticker.has(h)) h.markLost();
+      };
+      if (isCluster(redis)) {
+        const scripts = lockScripts(redis);
         await Promise.all(
           batch.map((h) =>
-            scripts.extendLock(h.key, h.owner, this.ttlMs).then(
-              (n) => this.settle(h, n),
+            scripts.extendLock(h.key, h.owner, ttlMs).then(
+              (n) => settle(h, n),
               () => undefined,
             ),
           ),
         );
         return;
       }
-      for (let i = 0; i < batch.length; i += CHUNK) {
-        const chunk = batch.slice(i, i + CHUNK);
+      for (const chunk of chunks(batch, CHUNK)) {
         const answers = await extendLocks(
-          this.redis,
+          redis,
           chunk.map((h) => h.key),
           chunk.map((h) => h.owner),
-          this.ttlMs,
+          ttlMs,
         );
-        chunk.forEach((h, j) => this.settle(h, answers[j] ?? 0));
+        chunk.forEach((h, j) => settle(h, answers[j] ?? 0));
       }
-    } catch {
-      // A Redis hiccup: keep trying until the TTL would have run out; the fence protects writes.
-    } finally {
-      this.ticking = false;
-    }
-  }
-
-  /** A lease released since the tick began is not ours to judge any more. */
-  private settle(h: Held, answer: number): void {
-    if (answer !== 1 && this.held.has(h)) h.markLost();
-  }
-}
-
-const renewers = new WeakMap<RedisClient, Map<string, LeaseRenewer>>();
-
-function renewerFor(redis: RedisClient, ttlMs: number, everyMs: number): LeaseRenewer {
-  let byTiming = renewers.get(redis);
-  if (!byTiming) {
-    byTiming = new Map();
-    renewers.set(redis, byTiming);
-  }
-  const id = `${ttlMs}:${everyMs}`;
-  let renewer = byTiming.get(id);
-  if (!renewer) {
-    renewer = new LeaseRenewer(redis, ttlMs, everyMs);
-    byTiming.set(id, renewer);
-  }
-  return renewer;
+    });
+    return ticker;
+  });
 }
 
 /** Leases of this client being renewed (tests and metrics). */
 export function heldLeases(redis: RedisClient): number {
   let n = 0;
-  for (const r of renewers.get(redis)?.values() ?? []) n += r.size;
+  for (const t of tickers.get(redis)?.values() ?? []) n += t.size;
   return n;
 }
 
@@ -168,7 +112,7 @@ export async function acquireLease(
   let lost = false;
   let released = false;
   const renewEvery = opts.renewEveryMs ?? Math.max(50, Math.floor(opts.ttlMs / 3));
-  const renewer = renewerFor(redis, opts.ttlMs, renewEvery);
+  const renewer = tickerOf(redis, opts.ttlMs, renewEvery);
 
   const held: Held = {
     key,

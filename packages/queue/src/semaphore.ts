@@ -1,5 +1,6 @@
 import type { KeySpace } from './keys.ts';
-import type { RedisClient } from './redis.ts';
+import { isCluster, type RedisClient } from './redis.ts';
+import { chunks, RenewalTicker, tickerFor } from './renewals.ts';
 import { loadLua } from './scripts.ts';
 
 // The tenant semaphore: at most `limit` sessions of a tenant run at once. A slot is a lease held
@@ -13,6 +14,7 @@ interface SlotCommands {
   llAcquireSlot(...args: (string | number)[]): Promise<[number, number]>;
   llExtendSlot(...args: (string | number)[]): Promise<number>;
   llReleaseSlot(...args: (string | number)[]): Promise<[number, ...string[]]>;
+  llExtendSlots(numKeys: number, ...args: (string | number)[]): Promise<number[]>;
 }
 
 const defined = new WeakSet<RedisClient>();
@@ -22,6 +24,7 @@ function commands(redis: RedisClient): SlotCommands {
     redis.defineCommand('llAcquireSlot', { numberOfKeys: 2, lua: loadLua('acquireSlot-2.lua') });
     redis.defineCommand('llExtendSlot', { numberOfKeys: 1, lua: loadLua('extendSlot-1.lua') });
     redis.defineCommand('llReleaseSlot', { numberOfKeys: 2, lua: loadLua('releaseSlot-2.lua') });
+    redis.defineCommand('llExtendSlots', { lua: loadLua('extendSlots.lua') });
     defined.add(redis);
   }
   return redis as unknown as SlotCommands;
@@ -100,7 +103,21 @@ export interface SlotRenewal {
   stop(): void;
 }
 
-/** Renews the session's slot every ttl/3 until stopped (a failed renewal is retried next tick). */
+interface HeldSlot {
+  slots: string;
+  sessionId: string;
+}
+
+const tickers = new WeakMap<RedisClient, Map<string, RenewalTicker<HeldSlot>>>();
+
+/** Slots per extendSlots call. */
+const CHUNK = 500;
+
+/**
+ * Renews the session's slot every ttl/3 until stopped (a failed renewal is retried next tick).
+ * All the slots a process renews with one client and TTL share one timer and one extendSlots
+ * call per tick (renewals.ts); on a Cluster one extendSlot per slot, still on the one timer.
+ */
 export function renewSlot(
   redis: RedisClient,
   keys: KeySpace,
@@ -108,12 +125,30 @@ export function renewSlot(
   sessionId: string,
   ttlMs: number,
 ): SlotRenewal {
-  const timer = setInterval(
-    () => {
-      extendSlot(redis, keys, tenantId, sessionId, ttlMs).catch(() => undefined);
-    },
-    Math.max(50, Math.floor(ttlMs / 3)),
-  );
-  timer.unref();
-  return { stop: () => clearInterval(timer) };
+  const everyMs = Math.max(50, Math.floor(ttlMs / 3));
+  const ticker = tickerFor(tickers, redis, ttlMs, everyMs, () => {
+    return new RenewalTicker<HeldSlot>(everyMs, async (batch) => {
+      if (isCluster(redis)) {
+        await Promise.all(
+          batch.map((h) =>
+            commands(redis)
+              .llExtendSlot(h.slots, h.sessionId, ttlMs)
+              .catch(() => 0),
+          ),
+        );
+        return;
+      }
+      for (const chunk of chunks(batch, CHUNK)) {
+        await commands(redis).llExtendSlots(
+          chunk.length,
+          ...chunk.map((h) => h.slots),
+          ttlMs,
+          ...chunk.map((h) => h.sessionId),
+        );
+      }
+    });
+  });
+  const held: HeldSlot = { slots: keys.tenantSlots(tenantId), sessionId };
+  ticker.add(held);
+  return { stop: () => ticker.delete(held) };
 }
