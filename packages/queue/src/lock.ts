@@ -85,7 +85,7 @@ function tickerOf(redis: RedisClient, ttlMs: number, everyMs: number): RenewalTi
           chunk.map((h) => h.owner),
           ttlMs,
         );
-        chunk.forEach((h, j) => settle(h, answers[j] ?? 0));
+        for (const [j, h] of chunk.entries()) settle(h, answers[j] ?? 0);
       }
     });
     return ticker;
