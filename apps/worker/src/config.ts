@@ -20,8 +20,8 @@ import { defaultWorkerOptions } from './worker.ts';
 // `workerEnv.extend({...})` in one place; the README configuration table is rendered from this.
 
 const count = (def: number, doc: string, max = 10_000) => envInt(def, doc, { min: 0, max });
-const concurrency = (def: number, what: string) =>
-  envInt(def, `${what} jobs run at once per worker process`, { min: 1, max: 1_000 });
+const concurrency = (def: number, what: string, max = 1_000) =>
+  envInt(def, `${what} jobs run at once per worker process`, { min: 1, max });
 const DAY_MS = 86_400_000;
 
 export const modelEnv = z.object({
@@ -94,7 +94,8 @@ export const fairnessEnv = z.object({
 
 const c = defaultWorkerOptions.concurrency as Required<typeof defaultWorkerOptions.concurrency>;
 export const workerJobsEnv = z.object({
-  WORKER_STEP_CONCURRENCY: concurrency(c.step, 'step'),
+  // Steps mostly wait on the model: a high default, bounded by what one process can feed.
+  WORKER_STEP_CONCURRENCY: concurrency(c.step, 'step', 10_000),
   WORKER_COMPACT_CONCURRENCY: concurrency(c.compact, 'compaction'),
   WORKER_PRUNE_CONCURRENCY: concurrency(c.prune, 'prune'),
   WORKER_BACKGROUND_CONCURRENCY: concurrency(c.background, 'background compaction'),

@@ -25,7 +25,12 @@ export interface WorkerOptions {
 
 export const defaultWorkerOptions: WorkerOptions = {
   concurrency: {
-    step: 16,
+    // A step spends nearly all its time waiting on the model stream, and waiting costs little: no
+    // PostgreSQL connection is held across the call, the session leases and tenant slots of all
+    // the steps of a process are renewed by one timer and one Redis call per tick (packages/queue
+    // renewals.ts), BullMQ renews all its job locks in one call too. So one process carries up to
+    // 1,000 conversations at once, as many as its CPU can feed (docs/decisions.md, "Steps in flight").
+    step: 1_000,
     compact: 4,
     prune: 4,
     background: 2,

@@ -78,6 +78,10 @@ export interface MockLlm {
   readonly inFlight: number;
   /** The most requests answered at once since start or the last reset(). */
   readonly maxInFlight: number;
+  /** Model requests wait, unanswered, until release() (a test that needs many calls open at once). */
+  hold(): void;
+  /** Answers the held requests and stops holding. */
+  release(): void;
 }
 
 interface State {
@@ -89,6 +93,8 @@ interface State {
   tokenMemo: boolean;
   inFlight: number;
   maxInFlight: number;
+  /** Set by hold(): requests wait for it before they are answered. */
+  held?: { promise: Promise<void>; release(): void };
 }
 
 function meta(conv: Conversation, seq: number): WireMeta {
@@ -207,6 +213,7 @@ function buildMockApp(state: State, logger: boolean) {
     state.inFlight++;
     state.maxInFlight = Math.max(state.maxInFlight, state.inFlight);
     reply.raw.once('close', () => state.inFlight--);
+    if (state.held) await state.held.promise;
     let conv: Conversation;
     try {
       conv = endpoint === 'chat' ? fromChatBody(request.body) : fromResponsesBody(request.body);
@@ -266,6 +273,8 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
     url: `http://${urlHost}:${port}/v1`,
     port,
     close: async () => {
+      state.held?.release();
+      state.held = undefined;
       await app.close();
     },
     setScenario(scenario) {
@@ -285,6 +294,16 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
     },
     get maxInFlight() {
       return state.maxInFlight;
+    },
+    hold() {
+      if (state.held) return;
+      const { promise, resolve } = Promise.withResolvers<void>();
+      state.held = { promise, release: resolve };
+    },
+    release() {
+      const held = state.held;
+      state.held = undefined;
+      held?.release();
     },
   };
 }
