@@ -142,6 +142,11 @@ const sampler = setInterval(() => {
   }
 }, 100);
 
+// INFLIGHT_HOLD=1: the mock answers nothing until every session's first model call is open (or
+// a minute passed): how many calls one worker holds at once, and its memory then, whatever the
+// speed of this machine.
+const hold = env.INFLIGHT_HOLD === '1';
+if (hold) mock.hold();
 // One message per session through the gateway, 32 requests at a time.
 let next = 0;
 await Promise.all(
@@ -159,6 +164,16 @@ await Promise.all(
   }),
 );
 const sent = performance.now() - t0;
+if (hold) {
+  const until = Date.now() + 60_000;
+  while (mock.inFlight < SESSIONS && Date.now() < until) await sleep(100);
+  const m = memOf(pid);
+  out(
+    `held: ${mock.inFlight} model calls open at once after ${((performance.now() - t0) / 1000).toFixed(1)} s, ` +
+      `worker RSS ${m?.rss.toFixed(0)} MiB (VmHWM ${m?.hwm.toFixed(0)} MiB)`,
+  );
+  mock.release();
+}
 
 const deadline = Date.now() + Math.max(120_000, SESSIONS * CALL_MS * 2);
 let done = 0;

@@ -96,6 +96,11 @@ const c = defaultWorkerOptions.concurrency as Required<typeof defaultWorkerOptio
 export const workerJobsEnv = z.object({
   // Steps mostly wait on the model: a high default, bounded by what one process can feed.
   WORKER_STEP_CONCURRENCY: concurrency(c.step, 'step', 10_000),
+  WORKER_STEP_PREPARE_CONCURRENCY: envInt(
+    defaultWorkerOptions.stepPreparing ?? 16,
+    "steps preparing their model call at once per worker process (loading the session, deciding, writing the step's start); a step lets go when its model call goes out, so this does not cap the calls in flight",
+    { min: 1, max: 1_000 },
+  ),
   WORKER_COMPACT_CONCURRENCY: concurrency(c.compact, 'compaction'),
   WORKER_PRUNE_CONCURRENCY: concurrency(c.prune, 'prune'),
   WORKER_BACKGROUND_CONCURRENCY: concurrency(c.background, 'background compaction'),

@@ -90,6 +90,7 @@ async function main() {
     },
     jobLockMs: env.WORKER_JOB_LOCK_MS,
     stalledIntervalMs: env.WORKER_STALLED_INTERVAL_MS,
+    stepPreparing: env.WORKER_STEP_PREPARE_CONCURRENCY,
   });
   deps.logger.info({ queues: workers.map((w) => w.name) }, 'worker started');
   // Re-wakes sessions that lost their job and lock (reconcile.ts); LOOPLINE_RECONCILE_INTERVAL_MS=0: off.

@@ -13,6 +13,7 @@ import { processStep } from './processors/step.ts';
 import { processTitle } from './processors/title.ts';
 import { processWebhook } from './processors/webhook.ts';
 import { processReconcile } from './reconcile.ts';
+import { StepGate } from './step-gate.ts';
 
 // Starts one BullMQ Worker per queue of the catalog, each parsing its payload at dequeue.
 
@@ -21,6 +22,11 @@ export interface WorkerOptions {
   /** BullMQ job lock; a job whose worker died is retried after this (stalled check). */
   jobLockMs: number;
   stalledIntervalMs: number;
+  /**
+   * Steps preparing their model call at once (step-gate.ts): the CPU and PostgreSQL part of a
+   * step, not its wait on the model. Default 16.
+   */
+  stepPreparing?: number;
 }
 
 export const defaultWorkerOptions: WorkerOptions = {
@@ -41,6 +47,8 @@ export const defaultWorkerOptions: WorkerOptions = {
   },
   jobLockMs: 30_000,
   stalledIntervalMs: 15_000,
+  // Enough to keep the CPU and the PostgreSQL pool (20) busy; each step prepares in milliseconds.
+  stepPreparing: 16,
 };
 
 type Processors = Partial<Record<JobKind, (deps: WorkerDeps, job: Job, token?: string) => Promise<void>>>;
@@ -71,15 +79,19 @@ export function startWorkers(deps: WorkerDeps, opts: WorkerOptions = defaultWork
   // Session control: an abort broadcast cancels the step job this process runs for the session.
   const sessionJobs = new SessionJobs();
   abortListeners.set(workers, listenForAborts(deps, sessionJobs));
+  // Step jobs start a few at a time; their model calls do not count (step-gate.ts).
+  const gate = new StepGate(opts.stepPreparing ?? defaultWorkerOptions.stepPreparing ?? 16);
   for (const kind of Object.keys(JOBS) as JobKind[]) {
     const run = processors[kind];
     if (!run) continue;
     // Three parameters: BullMQ then hands each job a cancellation signal (worker.cancelJob).
     const execute = async (job: Job, token: string | undefined, signal: AbortSignal | undefined) => {
       const untrack = ABORTABLE.has(kind) ? trackSessionJob(sessionJobs, job, worker, signal) : undefined;
+      const gated =
+        kind === 'step' ? () => gate.run(() => run(deps, job, token)) : () => run(deps, job, token);
       try {
-        if (deps.metrics) await deps.metrics.observeJob(job, () => run(deps, job, token));
-        else await run(deps, job, token);
+        if (deps.metrics) await deps.metrics.observeJob(job, gated);
+        else await gated();
       } finally {
         untrack?.();
       }
