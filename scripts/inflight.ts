@@ -29,6 +29,7 @@ const SESSIONS = Number(process.argv[2] ?? 1000);
 const CALL_MS = Number(process.argv[3] ?? 2000);
 const REDIS_URL = env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const root = new URL('../', import.meta.url).pathname;
+const METRICS_PORT = 20_000 + Math.floor(Math.random() * 20_000);
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const out = (line: string) => process.stdout.write(`${line}\n`);
 
@@ -103,6 +104,8 @@ const worker = spawn(process.execPath, [...nodeArgs, `${root}apps/worker/src/mai
     OPENAI_API_KEY: 'inflight-key',
     LOOPLINE_DISABLE_TITLES: '1',
     LOG_LEVEL: 'warn',
+    // Its /metrics, read while the calls are held: V8 heap and external memory beside RSS.
+    WORKER_METRICS_PORT: String(METRICS_PORT),
     ...extraEnv,
   },
   stdio: ['ignore', 'inherit', 'inherit'],
@@ -171,6 +174,17 @@ if (hold) {
   out(
     `held: ${mock.inFlight} model calls open at once after ${((performance.now() - t0) / 1000).toFixed(1)} s, ` +
       `worker RSS ${m?.rss.toFixed(0)} MiB (VmHWM ${m?.hwm.toFixed(0)} MiB)`,
+  );
+  const metrics = await fetch(`http://127.0.0.1:${METRICS_PORT}/metrics`)
+    .then((r) => r.text())
+    .catch(() => '');
+  const mib = (name: string) => {
+    const m = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+]+)$`, 'm').exec(metrics);
+    return m ? `${(Number(m[1]) / 1048576).toFixed(0)} MiB` : '?';
+  };
+  out(
+    `  then: V8 heap used ${mib('nodejs_heap_size_used_bytes')} of ${mib('nodejs_heap_size_total_bytes')}, ` +
+      `external ${mib('nodejs_external_memory_bytes')}`,
   );
   mock.release();
 }
