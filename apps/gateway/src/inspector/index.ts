@@ -4,9 +4,9 @@ import { getSessionAnyTenant, listSessionsAllTenants, type OperatorSession } fro
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { AppDeps } from '../app.ts';
 import { notFound } from '../lib/http-error.ts';
 import { operatorAuth, operatorBrowserAuth } from '../plugins/auth.ts';
+import type { AppDeps } from '../plugins/deps.ts';
 import { ErrorResponse, ID_PATTERN } from '../schemas.ts';
 import { inspectSession } from './inspect.ts';
 

@@ -12,7 +12,7 @@ import {
 } from '@loopline/db';
 import { jobIds, PRIORITY, publishEvents } from '@loopline/queue';
 import type { FastifyBaseLogger } from 'fastify';
-import type { AppDeps } from '../app.ts';
+import type { AppDeps } from '../plugins/deps.ts';
 import type { AcceptedMessage } from '../schemas.ts';
 import { HttpError, notFound } from './http-error.ts';
 import { RUNNING_STATUSES } from './model-view.ts';

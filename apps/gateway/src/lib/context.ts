@@ -20,7 +20,7 @@ import {
   type StepInfo,
 } from '@loopline/db';
 import { agentLimits, tokenizerFamily } from '@loopline/llm';
-import type { AppDeps } from '../app.ts';
+import type { AppDeps } from '../plugins/deps.ts';
 import type { Boundary, CompactionRecord, CompactionSummary, StepEstimateView } from '../schemas.ts';
 import { type ModelInput, modelInput } from './model-view.ts';
 

@@ -1,6 +1,6 @@
 import { AgentConfig, BUILTIN_TOOLS } from '@loopline/core';
 import { getSession, getToolsByName, type SessionInfo } from '@loopline/db';
-import type { AppDeps } from '../app.ts';
+import type { AppDeps } from '../plugins/deps.ts';
 import { ID_PATTERN, NAME_PATTERN, type SessionOverrides, type SessionView } from '../schemas.ts';
 import { compactionSummary, contextState } from './context.ts';
 import { HttpError, notFound, validationError } from './http-error.ts';

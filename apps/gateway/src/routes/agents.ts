@@ -8,11 +8,11 @@ import {
 } from '@loopline/db';
 import { agentCredentialAad, type SecretBox } from '@loopline/egress';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { AppDeps } from '../app.ts';
 import { checkModels, invalid } from '../lib/egress.ts';
 import { notFound } from '../lib/http-error.ts';
 import { checkTools, iso, isValidName } from '../lib/sessions.ts';
 import { tenantOf } from '../plugins/auth.ts';
+import type { AppDeps } from '../plugins/deps.ts';
 import { AgentList, AgentView, NameParam, PutAgentBody, PutNameParam, withErrors } from '../schemas.ts';
 import { DeletedDefinition } from '../session-api-schemas.ts';
 
