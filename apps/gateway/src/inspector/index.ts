@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { notFound } from '../lib/http-error.ts';
 import { operatorAuth, operatorBrowserAuth } from '../plugins/auth.ts';
 import type { AppDeps } from '../plugins/deps.ts';
-import { ErrorResponse, ID_PATTERN } from '../schemas.ts';
+import { ErrorResponse, ID_PATTERN } from '../schemas/shared.ts';
 import { inspectSession } from './inspect.ts';
 
 // The session inspector (operator token): a page at /admin/inspector (plain HTML, one script,

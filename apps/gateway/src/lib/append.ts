@@ -13,7 +13,7 @@ import {
 import { jobIds, PRIORITY, publishEvents } from '@loopline/queue';
 import type { FastifyBaseLogger } from 'fastify';
 import type { AppDeps } from '../plugins/deps.ts';
-import type { AcceptedMessage } from '../schemas.ts';
+import type { AcceptedMessage } from '../schemas/messages.ts';
 import { HttpError, notFound } from './http-error.ts';
 import { RUNNING_STATUSES } from './model-view.ts';
 

@@ -19,8 +19,8 @@ import {
 import { limitsFor } from '@loopline/llm';
 import { controlJobIds, PRIORITY, publishEvents } from '@loopline/queue';
 import type { FastifyBaseLogger } from 'fastify';
-import type { ToolResultsBody } from '../control-schemas.ts';
 import type { AppDeps } from '../plugins/deps.ts';
+import type { ToolResultsBody } from '../schemas/session-control.ts';
 import { HttpError, notFound } from './http-error.ts';
 
 // POST /v1/sessions/:id/tool-results: results of client tool calls, in one transaction under the

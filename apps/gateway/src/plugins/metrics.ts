@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { GatewayMetrics } from '../lib/metrics.ts';
-import { ErrorResponse } from '../schemas.ts';
+import { ErrorResponse } from '../schemas/shared.ts';
 import { operatorAuth } from './auth.ts';
 
 // The metrics plugin: request counters on every route and GET /metrics (operator token), which

@@ -13,8 +13,8 @@ import { notFound } from '../lib/http-error.ts';
 import { checkTools, iso, isValidName } from '../lib/sessions.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import type { AppDeps } from '../plugins/deps.ts';
-import { AgentList, AgentView, NameParam, PutAgentBody, PutNameParam, withErrors } from '../schemas.ts';
-import { DeletedDefinition } from '../session-api-schemas.ts';
+import { AgentList, AgentView, PutAgentBody } from '../schemas/agents.ts';
+import { DeletedDefinition, NameParam, PutNameParam, withErrors } from '../schemas/shared.ts';
 
 // Agents of the authenticated tenant. The body is core's AgentConfig (unknown fields refused)
 // plus the write-only apiKey of an own endpoint; every tool it names must exist for the tenant or

@@ -11,14 +11,14 @@ import { preferWait, waitForTurn } from '../lib/wait-turn.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import {
   AcceptedMessage,
-  ID_PATTERN,
+  FinishedTurn,
   IdempotencyHeaders,
-  IdParam,
+  MessagesPageQuery,
   MessagesResponse,
   PostMessageBody,
-  withErrors,
-} from '../schemas.ts';
-import { FinishedTurn, MessagesPageQuery, WaitHeaders } from '../session-api-schemas.ts';
+  WaitHeaders,
+} from '../schemas/messages.ts';
+import { ID_PATTERN, IdParam, withErrors } from '../schemas/shared.ts';
 
 // User messages in, history out. POST appends (idempotently with Idempotency-Key) and wakes the
 // session; GET shows the append-only log or exactly what the model would be sent next.

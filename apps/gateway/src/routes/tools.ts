@@ -13,16 +13,8 @@ import { checkWebhook } from '../lib/egress.ts';
 import { HttpError, notFound } from '../lib/http-error.ts';
 import { iso, isValidName } from '../lib/sessions.ts';
 import { tenantOf } from '../plugins/auth.ts';
-import {
-  NameParam,
-  PutNameParam,
-  PutToolBody,
-  PutToolView,
-  ToolList,
-  ToolView,
-  withErrors,
-} from '../schemas.ts';
-import { DeletedDefinition } from '../session-api-schemas.ts';
+import { DeletedDefinition, NameParam, PutNameParam, withErrors } from '../schemas/shared.ts';
+import { PutToolBody, PutToolView, ToolList, ToolView } from '../schemas/tools.ts';
 
 // Tools of the authenticated tenant: `webhook` (the worker POSTs to an http(s) URL) or `client`
 // (the session waits for the caller to submit the result).
