@@ -278,6 +278,7 @@ export const chatRoutes: FastifyPluginAsyncZod<ChatRoutesOptions> = async (app, 
           const cursor = await lastEventId(deps.redis, deps.keys, session.id);
           const { replayed } = await appendAndWake(deps, request.log, {
             tenantId,
+            sessionId: session.id,
             session,
             parts: counted,
             idempotency: { key: `ui-${last.id}`, requestHash: requestHash({ text, files }) },

@@ -50,6 +50,7 @@ export const compactRoutes: FastifyPluginAsyncZod = async (app) => {
       };
       const { response } = await appendAndWake(deps, request.log, {
         tenantId,
+        sessionId: session.id,
         session,
         parts: withTokens([part], deps.tokenizer),
         synthetic: true,

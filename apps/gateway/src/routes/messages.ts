@@ -1,7 +1,7 @@
 import { toRequestMessages } from '@loopline/core';
 import { loadHistory, type UserPartInput } from '@loopline/db';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { appendAndWake, appendMessageAndWake, requestHash, withTokens } from '../lib/append.ts';
+import { appendAndWake, requestHash, withTokens } from '../lib/append.ts';
 import { checkFiles } from '../lib/egress.ts';
 import { HttpError, notFound } from '../lib/http-error.ts';
 import { refuseOversizedInput } from '../lib/input-fit.ts';
@@ -89,23 +89,14 @@ export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
           reply: { messages: turn.messages, text: turn.text },
         });
       };
-      if (key === undefined) {
-        // The common case: one statement, no session read before it (lib/append.ts).
-        const { response } = await appendMessageAndWake(deps, request.log, {
-          tenantId,
-          sessionId,
-          parts: counted,
-          ...(body.system !== undefined ? { system: body.system } : {}),
-        });
-        return answer(response);
-      }
-      const session = await loadSession(deps, tenantId, sessionId);
+      // Without an Idempotency-Key (the common case), no session read before the write.
       const { response } = await appendAndWake(deps, request.log, {
         tenantId,
-        session,
+        sessionId,
+        ...(key !== undefined ? { session: await loadSession(deps, tenantId, sessionId) } : {}),
         parts: counted,
         ...(body.system !== undefined ? { system: body.system } : {}),
-        idempotency: { key, requestHash: requestHash(body) },
+        ...(key !== undefined ? { idempotency: { key, requestHash: requestHash(body) } } : {}),
       });
       return answer(response);
     },
