@@ -66,6 +66,7 @@ export {
 } from './repo/fenced-statement.ts';
 export { type LoadHistoryOptions, loadHistory } from './repo/history.ts';
 export { findIdempotentResponse, saveIdempotentResponse } from './repo/idempotency.ts';
+export { type LateToolResultInput, writeLateToolResult } from './repo/late-result.ts';
 export type {
   AgentInfo,
   CompactionInfo,
