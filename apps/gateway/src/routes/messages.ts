@@ -89,11 +89,10 @@ export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
           reply: { messages: turn.messages, text: turn.text },
         });
       };
-      // Without an Idempotency-Key (the common case), no session read before the write.
+      // No session read before the write: the write finds it (404 when it is not this tenant's).
       const { response } = await appendAndWake(deps, request.log, {
         tenantId,
         sessionId,
-        ...(key !== undefined ? { session: await loadSession(deps, tenantId, sessionId) } : {}),
         parts: counted,
         ...(body.system !== undefined ? { system: body.system } : {}),
         ...(key !== undefined ? { idempotency: { key, requestHash: requestHash(body) } } : {}),
