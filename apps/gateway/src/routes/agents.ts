@@ -12,7 +12,8 @@ import { PutNameParam, withErrors } from '../schemas/shared.ts';
 // Agents of the authenticated tenant. The body is core's AgentConfig (unknown fields refused)
 // plus the write-only apiKey of an own endpoint; every tool it names must exist for the tenant or
 // be built in (read_output), and every model must name a provider the operator configured for
-// the tenant, or the tenant's own baseURL with its own key (lib/egress.ts, docs/security.md).
+// the tenant, or the tenant's own baseURL with its own key (lib/egress.ts, docs/security.md). GET,
+// list and DELETE are the routes every named config shares (lib/named-configs.ts).
 
 const tags = ['agents'];
 

@@ -9,7 +9,8 @@ import { PutNameParam, withErrors } from '../schemas/shared.ts';
 import { PutToolBody, PutToolView, ToolList, ToolView } from '../schemas/tools.ts';
 
 // Tools of the authenticated tenant: `webhook` (the worker POSTs to an http(s) URL) or `client`
-// (the session waits for the caller to submit the result).
+// (the session waits for the caller to submit the result). PUT is here; GET, list and DELETE are
+// the routes every named config shares (lib/named-configs.ts), with the tool's refusal to delete.
 
 const tags = ['tools'];
 
