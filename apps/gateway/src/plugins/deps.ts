@@ -2,7 +2,7 @@ import type { Tokenizer } from '@loopline/core';
 import { createTokenizer } from '@loopline/llm';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
-import type { GatewayMetrics } from '../lib/metrics.ts';
+import type { GatewayMetrics } from '../metrics.ts';
 
 // The `deps` decorator, and with it `AppDeps` and the Fastify type augmentation (Fastify's
 // convention: the type lives beside the plugin that decorates). Routes and lib/ take the type from

@@ -2,12 +2,12 @@ import type { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { GatewayMetrics } from '../lib/metrics.ts';
+import type { GatewayMetrics } from '../metrics.ts';
 import { ErrorResponse } from '../schemas/shared.ts';
 import { operatorAuth } from './auth.ts';
 
 // The metrics plugin: request counters on every route and GET /metrics (operator token), which
-// serves the gateway's registry (lib/metrics.ts, where each metric is listed) followed by BullMQ's
+// serves the gateway's registry (metrics.ts, where each metric is listed) followed by BullMQ's
 // job counts for every queue of the catalog, merged so each metric family appears once.
 
 /** Request counters for every route, installed on the root instance before any route. */

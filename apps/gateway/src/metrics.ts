@@ -2,8 +2,9 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 
 // The gateway's Prometheus metrics: every metric object of the gateway lives here, on a Registry
 // made per app (GatewayDeps.metrics, else one per buildApp: no module singletons). GET /metrics
-// (operator token, plugins/metrics.ts) serves it followed by BullMQ's own job counts for every queue of the catalog
-// (`queue.exportPrometheusMetrics()`, merged so each metric family appears once).
+// (operator token, plugins/metrics.ts) serves it followed by BullMQ's own job counts for every
+// queue of the catalog (`queue.exportPrometheusMetrics()`, merged so each metric family appears
+// once).
 //
 //   loopline_http_requests_total{method,route,status}
 //   loopline_http_request_duration_seconds{method,route,status}
