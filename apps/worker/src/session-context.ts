@@ -17,12 +17,15 @@ import {
 import { getSession, latestCompletedCompaction, loadHistory, type SessionInfo } from '@loopline/db';
 import { agentLimits, capabilitiesFor, tokenizerFamily } from '@loopline/llm';
 import type { WorkerDeps } from './deps.ts';
+import { defaultSessionCache, SessionCache } from './session-cache.ts';
 import { type RequestShape, requestShape } from './step/request.ts';
 
 // What every session job reads before deciding: the session row, its log from the boundary
 // pointer on (O(messages since the boundary)), the model view, the agent with its limits
 // resolved, the request's fixed overhead and the next-prompt estimate. Read-only; the step,
-// prune, compaction and background jobs all measure with these same numbers.
+// prune, compaction and background jobs all measure with these same numbers. The log and its
+// filterCompacted view come from the worker's session cache (session-cache.ts): what changed
+// since this worker last read the session, else a fresh load; both give the same context.
 
 export type ResolvedAgent = AgentConfig & { limits: ModelLimits; caps: ResolvedCapabilities };
 
@@ -71,20 +74,29 @@ export async function loadContext(
 ): Promise<SessionContext | undefined> {
   const session = known ?? (await getSession(deps.db, tenantId, sessionId));
   if (!session) return undefined;
-  const history = await loadHistory(deps.db, tenantId, sessionId, { fromSeq: session.boundarySeq });
-  return contextOf(deps, session, history);
+  const cache = sessionCacheOf(deps);
+  if (!cache) {
+    const history = await loadHistory(deps.db, tenantId, sessionId, { fromSeq: session.boundarySeq });
+    return contextOf(deps, session, history);
+  }
+  const cached = await cache.history(deps, tenantId, sessionId, session.boundarySeq);
+  if (!cached) return undefined;
+  return contextOf(deps, session, cached.history, cached.compacted);
 }
 
-/** The context of an already loaded session and log (after the caller changed the log). */
+/**
+ * The context of an already loaded session and log (after the caller changed the log).
+ * `compacted`: filterCompacted(history) when the caller has it (the cache keeps it).
+ */
 export async function contextOf(
   deps: WorkerDeps,
   session: SessionInfo,
   history: WithParts[],
+  compacted: WithParts[] = filterCompacted(history),
 ): Promise<SessionContext> {
   const agent = resolveAgent(session.agent);
   // midRunMessages "queue": mid-run messages wait for the end of the turn (core queueView).
-  const view =
-    agent.midRunMessages === 'queue' ? queueView(filterCompacted(history)).view : filterCompacted(history);
+  const view = agent.midRunMessages === 'queue' ? queueView(compacted).view : compacted;
   const shape = await requestShape(deps, session, view);
   const prompt = estimateOf(view, agent, session, shape.overheadTokens);
   return {
@@ -126,4 +138,21 @@ export async function lastCompactionTokensAfter(
 ): Promise<number | undefined> {
   const last = await latestCompletedCompaction(deps.db, tenantId, sessionId);
   return last?.tokensAfter ?? undefined;
+}
+
+const caches = new WeakMap<WorkerDeps, SessionCache>();
+
+/**
+ * The worker's session cache: `deps.sessionCache` (main.ts sizes it from WORKER_SESSION_CACHE_*),
+ * else one with the default size per deps object; `null` turns it off.
+ */
+export function sessionCacheOf(deps: WorkerDeps): SessionCache | undefined {
+  if (deps.sessionCache === null) return undefined;
+  if (deps.sessionCache) return deps.sessionCache.enabled ? deps.sessionCache : undefined;
+  let cache = caches.get(deps);
+  if (!cache) {
+    cache = new SessionCache(defaultSessionCache);
+    caches.set(deps, cache);
+  }
+  return cache;
 }
