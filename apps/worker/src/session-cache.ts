@@ -1,5 +1,10 @@
 import { compactionPartOf, filterCompacted, type Part, type WithParts } from '@loopline/core';
-import { type HistoryChanges, type HistorySnapshot, historyChangesSince, loadHistorySnapshot } from '@loopline/db';
+import {
+  type HistoryChanges,
+  type HistorySnapshot,
+  historyChangesSince,
+  loadHistorySnapshot,
+} from '@loopline/db';
 import type { WorkerDeps } from './deps.ts';
 
 // The per-worker session cache: a session's log since its boundary and its filterCompacted view,
@@ -18,7 +23,7 @@ export interface SessionCacheOptions {
   maxBytes: number;
 }
 
-export const defaultSessionCache: SessionCacheOptions = { maxEntries: 2_000, maxBytes: 128 * 1024 * 1024 };
+export const defaultSessionCache: SessionCacheOptions = { maxEntries: 2_000, maxBytes: 64 * 1024 * 1024 };
 
 /** Why a lookup missed (the reason label of the metric). */
 export type MissReason = 'absent' | 'boundary' | 'changed' | 'oversize';
@@ -225,8 +230,7 @@ export function applyChanges(entry: Entry, changes: HistoryChanges): boolean {
   for (const { part, seq } of changes.parts) {
     const at = entry.index.get(part.messageId) ?? newIndex.get(part.messageId);
     if (at === undefined) continue; // a message outside the live range
-    const message =
-      at < history.length ? (touched.get(at) ?? history[at]!) : appended[at - history.length]!;
+    const message = at < history.length ? (touched.get(at) ?? history[at]!) : appended[at - history.length]!;
     const i = message.parts.findIndex((p) => p.id === part.id);
     let parts: Part[];
     if (i >= 0) {

@@ -152,7 +152,17 @@ export function sessionCacheOf(deps: WorkerDeps): SessionCache | undefined {
   let cache = caches.get(deps);
   if (!cache) {
     cache = new SessionCache(defaultSessionCache);
+    watch(deps, cache);
     caches.set(deps, cache);
   }
+  return cache;
+}
+
+/** Reports a cache's lookups and size through the worker's metrics. */
+export function watch(deps: Pick<WorkerDeps, 'metrics'>, cache: SessionCache): SessionCache {
+  const metrics = deps.metrics;
+  if (!metrics) return cache;
+  cache.onLookup = (result, reason) => metrics.sessionCache(result, reason);
+  metrics.watchSessionCache(cache.stats);
   return cache;
 }

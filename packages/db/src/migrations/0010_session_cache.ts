@@ -36,7 +36,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     for each row execute function stamp_history_rev()`.execute(db);
   await sql`create trigger parts_history_rev before insert or update on parts
     for each row execute function stamp_history_rev()`.execute(db);
-  await db.schema.createIndex('messages_session_rev_idx').on('messages').columns(['session_id', 'rev']).execute();
+  await db.schema
+    .createIndex('messages_session_rev_idx')
+    .on('messages')
+    .columns(['session_id', 'rev'])
+    .execute();
   await db.schema.createIndex('parts_session_rev_idx').on('parts').columns(['session_id', 'rev']).execute();
 }
 
