@@ -1,4 +1,12 @@
-import { compactionPartOf, filterCompacted, type Part, type WithParts } from '@loopline/core';
+import {
+  type Anchor,
+  compactionPartOf,
+  filterCompacted,
+  findAnchor,
+  hasReadableOutput,
+  type Part,
+  type WithParts,
+} from '@loopline/core';
 import {
   type HistoryChanges,
   type HistorySnapshot,
@@ -36,10 +44,24 @@ export interface CacheStats {
   bytes: number;
 }
 
+/**
+ * Facts about `compacted` that would otherwise take a walk over the whole view on every step,
+ * kept up to date as messages are appended (recomputed whenever the view is).
+ */
+export interface ViewFacts {
+  /** findAnchor(compacted). */
+  anchor: Anchor | undefined;
+  /** The messages of `compacted` holding a pruned tool output (the only older ones an anchored estimate reads). */
+  pruned: WithParts[];
+  /** hasReadableOutput(compacted). */
+  readable: boolean;
+}
+
 export interface CachedHistory {
   history: WithParts[];
   /** filterCompacted(history). */
   compacted: WithParts[];
+  facts: ViewFacts;
   hit: boolean;
 }
 
@@ -52,6 +74,7 @@ interface Entry {
   lastSeq: number;
   history: WithParts[];
   compacted: WithParts[];
+  facts: ViewFacts;
   /** Position of each message in `history` (never reordered: a removal reloads). */
   index: Map<string, number>;
   /** Largest parts.seq per message. */
@@ -107,7 +130,7 @@ export class SessionCache {
         if (applyChanges(entry, changes)) {
           this.put(entry);
           this.count('hit');
-          return { history: entry.history, compacted: entry.compacted, hit: true };
+          return { history: entry.history, compacted: entry.compacted, facts: entry.facts, hit: true };
         }
         reason = 'changed';
       }
@@ -117,7 +140,7 @@ export class SessionCache {
     const fresh = entryOf(tenantId, sessionId, fromSeq, snapshot);
     if (!this.put(fresh) && reason === 'absent') reason = 'oversize';
     this.count('miss', reason);
-    return { history: fresh.history, compacted: fresh.compacted, hit: false };
+    return { history: fresh.history, compacted: fresh.compacted, facts: fresh.facts, hit: false };
   }
 
   /** Forgets a session (e.g. deleted). */
@@ -177,6 +200,7 @@ function entryOf(tenantId: string, sessionId: string, fromSeq: number | null, s:
     sizes.set(m.info.id, size);
     bytes += size;
   });
+  const compacted = filterCompacted(s.history);
   return {
     tenantId,
     sessionId,
@@ -184,7 +208,8 @@ function entryOf(tenantId: string, sessionId: string, fromSeq: number | null, s:
     rev: s.rev,
     lastSeq: s.lastSeq,
     history: s.history,
-    compacted: filterCompacted(s.history),
+    compacted,
+    facts: factsOf(compacted),
     index,
     partSeq: s.partSeq,
     bytes,
@@ -266,15 +291,39 @@ export function applyChanges(entry: Entry, changes: HistoryChanges): boolean {
   // The view: appending messages that are neither compaction messages nor summaries leaves the
   // boundary where it was, so filterCompacted(history + appended) = its old output + appended.
   // Any update of a held message recomputes it.
-  entry.compacted =
-    touched.size === 0 && appended.every((m) => !isBoundaryMarker(m))
-      ? [...entry.compacted, ...appended]
-      : filterCompacted(history);
+  if (touched.size === 0 && appended.every((m) => !isBoundaryMarker(m))) {
+    entry.compacted = [...entry.compacted, ...appended];
+    // The same holds for the facts: no summary was appended, so the anchor is the newest reply
+    // with a report among the appended ones (all newer than any held), else the old one.
+    const { anchor, pruned, readable } = entry.facts;
+    entry.facts = {
+      anchor: findAnchor(appended) ?? anchor,
+      pruned: [...pruned, ...appended.filter(hasPrunedOutput)],
+      readable: readable || hasReadableOutput(appended),
+    };
+  } else {
+    entry.compacted = filterCompacted(history);
+    entry.facts = factsOf(entry.compacted);
+  }
   entry.history = history;
   entry.rev = changes.rev;
   entry.lastSeq = changes.lastSeq;
   entry.bytes = bytes;
   return true;
+}
+
+export function factsOf(compacted: WithParts[]): ViewFacts {
+  return {
+    anchor: findAnchor(compacted),
+    pruned: compacted.filter(hasPrunedOutput),
+    readable: hasReadableOutput(compacted),
+  };
+}
+
+function hasPrunedOutput(m: WithParts): boolean {
+  return m.parts.some(
+    (p) => p.type === 'tool' && p.state.status === 'completed' && p.state.time.compacted !== undefined,
+  );
 }
 
 function isBoundaryMarker(m: WithParts): boolean {

@@ -17,7 +17,7 @@ import {
 import { getSession, latestCompletedCompaction, loadHistory, type SessionInfo } from '@loopline/db';
 import { agentLimits, capabilitiesFor, tokenizerFamily } from '@loopline/llm';
 import type { WorkerDeps } from './deps.ts';
-import { defaultSessionCache, SessionCache } from './session-cache.ts';
+import { defaultSessionCache, SessionCache, type ViewFacts } from './session-cache.ts';
 import { type RequestShape, requestShape } from './step/request.ts';
 
 // What every session job reads before deciding: the session row, its log from the boundary
@@ -81,24 +81,31 @@ export async function loadContext(
   }
   const cached = await cache.history(deps, tenantId, sessionId, session.boundarySeq);
   if (!cached) return undefined;
-  return contextOf(deps, session, cached.history, cached.compacted);
+  return contextOf(deps, session, cached.history, cached.compacted, cached.facts);
 }
 
 /**
  * The context of an already loaded session and log (after the caller changed the log).
- * `compacted`: filterCompacted(history) when the caller has it (the cache keeps it).
+ * `compacted`: filterCompacted(history) when the caller has it, with its facts (the cache keeps
+ * both, so a step does not walk the whole view to find them).
  */
 export async function contextOf(
   deps: WorkerDeps,
   session: SessionInfo,
   history: WithParts[],
   compacted: WithParts[] = filterCompacted(history),
+  facts?: ViewFacts,
 ): Promise<SessionContext> {
   const agent = resolveAgent(session.agent);
-  // midRunMessages "queue": mid-run messages wait for the end of the turn (core queueView).
-  const view = agent.midRunMessages === 'queue' ? queueView(compacted).view : compacted;
-  const shape = await requestShape(deps, session, view);
-  const prompt = estimateOf(view, agent, session, shape.overheadTokens);
+  // midRunMessages "queue": mid-run messages wait for the end of the turn (core queueView), which
+  // moves messages: the facts of `compacted` are not the view's.
+  const queued = agent.midRunMessages === 'queue';
+  const view = queued ? queueView(compacted).view : compacted;
+  const known = queued ? undefined : facts;
+  const shape = await requestShape(deps, session, view, known?.readable);
+  const prompt = known
+    ? estimateWith(view, known, agent, session, shape.overheadTokens)
+    : estimateOf(view, agent, session, shape.overheadTokens);
   return {
     session,
     history,
@@ -121,6 +128,37 @@ export function estimateOf(
   return estimatePrompt({
     anchor: findAnchor(view),
     messages: view,
+    ratio,
+    margin,
+    framing: MESSAGE_FRAMING_TOKENS,
+    resendsReasoning: agent.resendsReasoning,
+    model: agent.model,
+    overhead,
+  });
+}
+
+/**
+ * estimateOf with the view's facts known: the same estimate (estimatePrompt sums over messages,
+ * and an anchored one reads only the messages from the anchor on and the older ones holding a
+ * pruned output), without walking the whole view.
+ */
+function estimateWith(
+  view: WithParts[],
+  facts: ViewFacts,
+  agent: AgentConfig,
+  session: Pick<SessionInfo, 'tokenRatio' | 'tokenRatioWeight'>,
+  overhead: number,
+): PromptEstimate {
+  const { anchor } = facts;
+  if (!anchor) return estimateOf(view, agent, session, overhead);
+  const { ratio, margin } = sessionRatio(session, agent);
+  // Newer than every summary of the view, so everything from it on is the view's seq-ordered end.
+  const recent: WithParts[] = [];
+  for (let i = view.length - 1; i >= 0 && view[i]!.info.seq >= anchor.messageSeq; i--) recent.push(view[i]!);
+  const older = facts.pruned.filter((m) => m.info.seq < anchor.messageSeq);
+  return estimatePrompt({
+    anchor,
+    messages: [...older, ...recent.reverse()],
     ratio,
     margin,
     framing: MESSAGE_FRAMING_TOKENS,

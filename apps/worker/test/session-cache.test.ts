@@ -82,6 +82,14 @@ function writerOf(db: Db, fx: Fixture) {
           tool,
         ]),
       );
+      // The provider's report: the anchor of the next estimate (an older output pruned after it
+      // lowers that estimate, so prune is seen through the estimate too).
+      const usage = { input: 100 * n + 50, output: 10, reasoning: 0, cache: { read: 0, write: 0 }, total: 0 };
+      await fenced((trx) =>
+        insertParts(trx, tenantId, [
+          { ...base, id: newId('prt'), type: 'step-finish', reason: 'tool-calls', usage, tokens: 0 },
+        ]),
+      );
       const done: ToolPart = {
         ...tool,
         state: {
