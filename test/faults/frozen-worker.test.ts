@@ -1,15 +1,15 @@
 import { closeDb, createDb, type Db } from '@loopline/db';
 import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { busyJobs } from '../support/chaos.ts';
 import { type FaultToolServer, startFaultToolServer } from '../support/fault-tools.ts';
 import { analyseFenceAudit, installFenceAudit } from '../support/fence-audit.ts';
 import { checkInvariants, type SessionExpectation } from '../support/invariants.ts';
+import { busyJobs } from '../support/jobs.ts';
 import { type LlmProxy, startLlmProxy } from '../support/llm-proxy.ts';
 import { faultLogDir } from '../support/log-dirs.ts';
 import { WorkerPool, type WorkerProc } from '../support/procs.ts';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
-import { until } from '../support/wait.ts';
+import { sleep, until } from '../support/wait.ts';
 
 // A frozen worker (SIGSTOP past its session lock TTL and BullMQ job lock, then SIGCONT): another
 // worker takes the session over, and when the frozen one wakes up nothing it does lands —
@@ -135,13 +135,14 @@ async function freezeAndCheck(
     await client.waitIdle(sessionId, 30_000);
     await until('queues drained', async () => (await busyJobs(stack.deps.queues)) === 0);
     const remaining = FREEZE_MS - (Date.now() - frozenAt);
-    if (remaining > 0) await new Promise((r) => setTimeout(r, remaining));
+    if (remaining > 0) await sleep(remaining); // on purpose: the freeze lasts FREEZE_MS, past every lock
   } finally {
     pool.cont(frozen);
   }
   const before = await snapshot(sessionId);
-  // The frozen worker wakes up mid-work and tries to carry on: give it time to try every write.
-  await new Promise((r) => setTimeout(r, 3000));
+  // The frozen worker wakes up mid-work and tries to carry on: on purpose, a window in which it
+  // tries every write, and none may land.
+  await sleep(3000);
   const after = await snapshot(sessionId);
   expect(after, 'rows changed after the frozen worker woke up').toBe(before);
 

@@ -215,7 +215,7 @@ describe('wake-ups lost with their jobs, healed by the reconciler', () => {
     const progress = async () => (await client.call('GET', `/v1/batches/${batchId}`)).body;
     await until('the batch under way', async () => (await progress()).counts?.completed > 0, 30_000);
     await redis.kill();
-    await sleep(1000);
+    await sleep(1000); // on purpose: Redis stays down a while, as in a real restart
     await redis.start();
     const done = await until(
       'the batch completed',

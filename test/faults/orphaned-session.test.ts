@@ -81,8 +81,8 @@ async function orphan(n: number) {
   const accepted = await client.send(sessionId, text, { 'idempotency-key': key });
   await until('the tool running', () => tools.inFlight().some((r) => r.sessionId === sessionId), 20_000);
   await acquireFence(admin, client.tenantId, sessionId); // the zombie runner's fence
-  // Give the system more than enough time to notice: the tool ends, the live runner's write is
-  // rejected, and anything that would re-wake the session has had two lock TTLs to do so.
+  // On purpose, a window: the tool ends, the live runner's write is rejected, and anything that
+  // would re-wake the session has had two lock TTLs to do so (the tests then show nothing did).
   await sleep(1500 + 3 * LOCK_MS);
   return { sessionId, text, key, messageId: accepted.message.info.id as string };
 }
@@ -111,7 +111,7 @@ async function strand(n: number) {
     20_000,
   );
   await resume.remove();
-  await sleep(2 * LOCK_MS);
+  await sleep(2 * LOCK_MS); // on purpose: two lock TTLs in which nothing may wake the session
   expect(await status(sessionId)).toBe('running');
   expect(await pendingSteps(sessionId)).toEqual([]);
   expect(await stack.deps.redis.exists(stack.deps.keys.lock(sessionId))).toBe(0);

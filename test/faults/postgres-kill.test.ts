@@ -97,7 +97,7 @@ describe('PostgreSQL connections terminated while sessions run', () => {
         admin,
       );
       terminated += Number(rows[0]?.n ?? 0);
-      await sleep(400);
+      await sleep(400); // the storm's pace
     }
     // A second turn for every session, after the storm.
     for (const [i, s] of sessions.entries()) {
@@ -144,7 +144,7 @@ describe('PostgreSQL connections terminated while sessions run', () => {
         await db.transaction().execute(async (trx) => {
           const { rows } = await sql\`select pg_backend_pid() as pid\`.execute(trx);
           await sql\`select pg_terminate_backend(\${rows[0].pid})\`.execute(admin);
-          await new Promise((r) => setTimeout(r, 300));
+          await new Promise((r) => setTimeout(r, 300)); // on purpose: the termination lands first
           await sql\`select 1\`.execute(trx);
         });
       } catch {}

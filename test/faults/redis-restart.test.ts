@@ -7,7 +7,7 @@ import { checkInvariants, type SessionExpectation } from '../support/invariants.
 import { stackWorkerPool, type WorkerPool } from '../support/procs.ts';
 import { type PrivateRedis, startPrivateRedis } from '../support/redis-server.ts';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
-import { sleep } from '../support/wait.ts';
+import { sleep, until } from '../support/wait.ts';
 
 // Redis restarted (kill -9, then started again on the same port, empty: no persistence, as in
 // CI) while sessions run, on a private redis-server — never the machine's shared Redis.
@@ -120,7 +120,7 @@ async function post(sessionId: string, text: string, key: string) {
     } catch (err) {
       if (attempt >= 20) throw err;
     }
-    await sleep(250);
+    await sleep(250); // the client's retry back-off
   }
 }
 
@@ -140,22 +140,22 @@ async function restartUnderLoad(tag: string): Promise<Planned[]> {
     s.accepted.push(res.body.message.info.id);
   }
   allSessions.push(...sessions);
-  const deadline = Date.now() + 15_000;
-  while (tools.inFlight().length < 3 && Date.now() < deadline) await sleep(50);
-  expect(tools.inFlight().length).toBeGreaterThanOrEqual(3);
+  await until('three tools in flight', () => tools.inFlight().length >= 3, 15_000, 50);
   await redis.kill();
-  await sleep(1000);
+  await sleep(1000); // on purpose: Redis stays down a while, as in a real restart
   await redis.start();
   return sessions;
 }
 
+/** Waits for every session to be at rest; returns those that are not after `timeoutMs`. */
 async function settle(ids: string[], timeoutMs: number): Promise<string[]> {
-  const deadline = Date.now() + timeoutMs;
-  let done = await atRest(ids);
-  while ([...done.values()].some((v) => !v) && Date.now() < deadline) {
-    await sleep(250);
-    done = await atRest(ids);
-  }
+  await until(
+    'every session at rest',
+    async () => [...(await atRest(ids)).values()].every(Boolean),
+    timeoutMs,
+    250,
+  ).catch(() => undefined);
+  const done = await atRest(ids);
   return ids.filter((id) => !done.get(id));
 }
 
@@ -179,7 +179,8 @@ describe('Redis restarted while sessions run', () => {
     pool = startPool('no-reconciler', 0);
     const sessions = await restartUnderLoad('a');
 
-    // On their own, sessions whose job or lock was lost do not move again.
+    // On their own, sessions whose job or lock was lost do not move again: on purpose, a window
+    // in which nothing may move them.
     await sleep(8000);
     const ids = sessions.map((s) => s.sessionId);
     const rest = await atRest(ids);

@@ -3,6 +3,7 @@ import { type LlmProxy, startLlmProxy } from '../support/llm-proxy.ts';
 import { faultLogDir } from '../support/log-dirs.ts';
 import { WorkerPool } from '../support/procs.ts';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { until } from '../support/wait.ts';
 
 // Found by the chaos run, now fixed: crashes spent the agent's step budget. stepsThisTurn
 // (apps/worker/src/step/turn.ts) counted every non-summary assistant message since the user's
@@ -57,21 +58,18 @@ afterAll(async () => {
 /** Kills the worker that streams a model response, `times` times (a new worker takes its place each time). */
 async function killMidStream(p: WorkerPool, times: number) {
   for (let i = 0; i < times; i++) {
-    const deadline = Date.now() + 20_000;
-    let killed = false;
-    while (!killed && Date.now() < deadline) {
-      for (const r of proxy.streaming()) {
-        const owner = p.ownerOfPort(r.remotePort);
-        if (owner) {
-          await p.kill(owner);
-          p.start();
-          killed = true;
-          break;
-        }
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    expect(killed).toBe(true);
+    const owner = await until(
+      'a worker streaming a model response',
+      () =>
+        proxy
+          .streaming()
+          .map((r) => p.ownerOfPort(r.remotePort))
+          .find((o) => o !== undefined),
+      20_000,
+      50,
+    );
+    await p.kill(owner);
+    p.start();
   }
 }
 

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { sessionQuiet } from '../support/jobs.ts';
 import { stackWorkerPool, type WorkerPool } from '../support/procs.ts';
-import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { type Client, type Stack, startStack, untilStreamed } from '../support/stack.ts';
 import { until } from '../support/wait.ts';
 
 // Nothing lost, nothing duplicated: real worker processes are SIGKILLed mid-stream and
@@ -49,17 +50,7 @@ describe('a worker process killed', () => {
     const first = pool.start();
     const id = await client.session('agent');
     await client.send(id, 'please stream something');
-    await until('streaming started', async () =>
-      db()
-        .selectFrom('parts')
-        .innerJoin('messages', 'messages.id', 'parts.message_id')
-        .select('parts.id')
-        .where('parts.session_id', '=', id)
-        .where('parts.type', '=', 'text')
-        .where('messages.role', '=', 'assistant')
-        .executeTakeFirst(),
-    );
-    await new Promise((r) => setTimeout(r, 1200)); // past the first partial-text flush
+    await untilStreamed(client, id); // past the first partial-text flush
     await pool.kill(first);
     pool.start();
     const session = await client.waitIdle(id, 30_000);
@@ -98,7 +89,8 @@ describe('a worker process killed', () => {
       .find((p: any) => p.type === 'tool' && p.callId === callId);
     expect(tool.state.status).toBe('error');
     expect(tool.state.interrupted).toBe(true);
-    await new Promise((r) => setTimeout(r, 3500)); // the killed call would have finished by now
+    // Nothing is left to run that could call the tool again.
+    await until('no job of the session left', () => sessionQuiet(stack.deps.queues, id));
     expect(stack.tools.calls.get(callId)).toBe(1);
     const model = await client.history(id, 'model');
     expect(JSON.stringify(model)).toContain('[Tool execution was interrupted]');
