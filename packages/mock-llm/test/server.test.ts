@@ -138,6 +138,8 @@ describe('streaming wire format', () => {
     use({ latencyMs: 40, rules: [{ reply: { text: 'a b c d', chunks: 4 } }] });
     const t0 = Date.now();
     await sseData(await chat('x', { stream: true }));
+    // The feature is a delay, so this is the one timing check kept: a lower bound, which a loaded
+    // machine can only make easier to meet (it never flakes the way an upper bound does).
     expect(Date.now() - t0).toBeGreaterThanOrEqual(4 * 40 - 10);
   });
 });
