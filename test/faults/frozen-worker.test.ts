@@ -1,14 +1,14 @@
-import { closeDb, createDb, type Db } from '@loopline/db';
+import type { Db } from '@loopline/db';
 import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type FaultToolServer, startFaultToolServer } from '../support/fault-tools.ts';
-import { analyseFenceAudit, installFenceAudit } from '../support/fence-audit.ts';
+import { type FaultStack, startFaultStack } from '../support/fault-stack.ts';
+import type { FaultToolServer } from '../support/fault-tools.ts';
+import { analyseFenceAudit } from '../support/fence-audit.ts';
 import { checkInvariants, type SessionExpectation } from '../support/invariants.ts';
 import { busyJobs } from '../support/jobs.ts';
-import { type LlmProxy, startLlmProxy } from '../support/llm-proxy.ts';
-import { faultLogDir } from '../support/log-dirs.ts';
-import { WorkerPool, type WorkerProc } from '../support/procs.ts';
-import { type Client, type Stack, startStack } from '../support/stack.ts';
+import type { LlmProxy } from '../support/llm-proxy.ts';
+import type { WorkerPool, WorkerProc } from '../support/procs.ts';
+import type { Client, Stack } from '../support/stack.ts';
 import { sleep, until } from '../support/wait.ts';
 
 // A frozen worker (SIGSTOP past its session lock TTL and BullMQ job lock, then SIGCONT): another
@@ -23,6 +23,7 @@ const STALLED_MS = 500;
 /** Longer than the lock TTL, the job lock and a stalled check together. */
 const FREEZE_MS = 2 * LOCK_MS + STALLED_MS + 1000;
 
+let fault: FaultStack;
 let stack: Stack;
 let client: Client;
 let admin: Db;
@@ -31,8 +32,7 @@ let proxy: LlmProxy;
 let pool: WorkerPool;
 
 beforeAll(async () => {
-  stack = await startStack({
-    workers: false,
+  fault = await startFaultStack({
     scenario: {
       rules: [
         {
@@ -46,47 +46,19 @@ beforeAll(async () => {
         },
       ],
     },
+    fenceAudit: true,
+    llmProxy: true,
+    workers: { lockMs: LOCK_MS, stalledMs: STALLED_MS, logLevel: 'info', start: 2 },
   });
-  admin = createDb(stack.databaseUrl, { applicationName: 'fault-admin', max: 2 });
-  await installFenceAudit(admin);
-  tools = await startFaultToolServer();
-  proxy = await startLlmProxy(stack.mock.url, 'never-a-summary');
-  client = await stack.tenant();
-  await client.tool('slow', {
-    kind: 'webhook',
-    description: 'a slow tool',
-    inputSchema: { type: 'object', properties: { ms: { type: 'number' } } },
-    url: `${tools.url}/slow`,
-    timeoutMs: 10_000,
-  });
-  await client.agent('agent', { tools: ['slow'] });
-  pool = new WorkerPool(
-    {
-      databaseUrl: stack.databaseUrl,
-      redisUrl: stack.redisUrl,
-      namespace: stack.namespace,
-      llmUrl: proxy.url,
-      lockMs: LOCK_MS,
-      stalledMs: STALLED_MS,
-      logLevel: 'info',
-    },
-    faultLogDir(stack.namespace),
-  );
-  pool.start();
-  pool.start();
+  ({ stack, client, admin, tools, pool } = fault);
+  proxy = fault.proxy!;
 }, 60_000);
 
 afterEach(() => {
   for (const p of pool.alive) pool.cont(p);
 });
 
-afterAll(async () => {
-  await pool?.killAll();
-  await proxy?.close();
-  await tools?.close();
-  if (admin) await closeDb(admin);
-  await stack?.close();
-});
+afterAll(() => fault?.close());
 
 /**
  * Everything the session's runners wrote, as comparable text (the title job is no runner). The
