@@ -64,7 +64,9 @@ beforeAll(async () => {
         inputSchema: { type: 'object' as const, properties: {} },
         ...(timeoutMs !== undefined ? { timeoutMs } : {}),
       });
-      await client.tool('pick_fast', clientTool('times out soon', 1500));
+      // Below AFTER_MS, so the reconciler first looks after the deadline; as long as fits under it,
+      // so the test removes the timeout job before it fires even on a loaded machine.
+      await client.tool('pick_fast', clientTool('times out soon', AFTER_MS - 500));
       await client.tool('pick_slow', clientTool('times out later', 9000));
       await client.tool('ask', clientTool('never times out'));
       await client.tool('slow', slowTool(tools));
