@@ -15,7 +15,7 @@ export {
   withFence,
 } from './fence.ts';
 export { MIGRATIONS_DIR, migrateToLatest, migrateWhenReady } from './migrate.ts';
-export { getAgent, getAgentCredential, listAgents, putAgent } from './repo/agents.ts';
+export { deleteAgent, getAgent, getAgentCredential, listAgents, putAgent } from './repo/agents.ts';
 export {
   type ApiKeyAuth,
   type ApiKeyInfo,
@@ -73,6 +73,7 @@ export {
   type PartChange,
 } from './repo/history-revision.ts';
 export { findIdempotentResponse, saveIdempotentResponse } from './repo/idempotency.ts';
+export { type LateToolResultInput, writeLateToolResult } from './repo/late-result.ts';
 export type {
   AgentInfo,
   CompactionInfo,
@@ -97,6 +98,7 @@ export {
   updateMessageInfo,
   userMessagesAfter,
 } from './repo/messages.ts';
+export type { NamedConfig } from './repo/named-configs.ts';
 export {
   getSessionAnyTenant,
   type ListSessionsAllTenantsOptions,
@@ -119,13 +121,7 @@ export {
   clearAbortRequest,
   recordAbortRequest,
 } from './repo/session-control.ts';
-export {
-  agentsUsingTool,
-  type DeleteSessionOutcome,
-  deleteAgent,
-  deleteSessionTree,
-  deleteTool,
-} from './repo/session-delete.ts';
+export { type DeleteSessionOutcome, deleteSessionTree } from './repo/session-delete.ts';
 export {
   CURSOR_TIMESTAMP,
   listSessionPage,
@@ -163,7 +159,15 @@ export {
   saveToolOutput,
   type ToolOutput,
 } from './repo/tool-outputs.ts';
-export { getTool, getToolSigningSecret, getToolsByName, listTools, putTool } from './repo/tools.ts';
+export {
+  agentsUsingTool,
+  deleteTool,
+  getTool,
+  getToolSigningSecret,
+  getToolsByName,
+  listTools,
+  putTool,
+} from './repo/tools.ts';
 export {
   deleteWebhookSubscription,
   getWebhookDelivery,
