@@ -8,12 +8,12 @@ import {
   type WithParts,
 } from '@loopline/core';
 import {
+  type Db,
   type HistoryChanges,
   type HistorySnapshot,
   historyChangesSince,
   loadHistorySnapshot,
 } from '@loopline/db';
-import type { WorkerDeps } from './deps.ts';
 
 // The per-worker session cache: a session's log since its boundary and its filterCompacted view,
 // as of a history revision (packages/db history-revision.ts), so the next job of the session on
@@ -113,7 +113,7 @@ export class SessionCache {
    * revision, else loaded. Undefined when the session is not this tenant's.
    */
   async history(
-    deps: Pick<WorkerDeps, 'db'>,
+    deps: { db: Db },
     tenantId: string,
     sessionId: string,
     fromSeq: number | null,
