@@ -280,7 +280,9 @@ describe('session cache', () => {
     expect(a.stats.hits + b.stats.hits).toBeGreaterThan(20);
   });
 
-  test('an older message coming back into the live log (not an append) reloads', async ({ pg }) => {
+  test('what is not an append reloads (an older message back in the live log); rows never move', async ({
+    pg,
+  }) => {
     const fx = await makeSessionWithTenant(pg.db);
     const w = writerOf(pg.db, fx);
     const cache = new SessionCache(big);
@@ -298,6 +300,26 @@ describe('session cache', () => {
       .execute();
     expect(await same(pg.db, cache, w.tenantId, w.sessionId)).toBe(false);
     expect(cache.stats.misses.changed).toBe(2);
+    const other = await makeSessionWithTenant(pg.db);
+
+    // Rows never move: the cache merges a part by id within its message, so the database refuses
+    // to move a part to another message or a row to another session (migration 0010).
+    const newest = await w.user('three');
+    await expect(
+      pg.db
+        .updateTable('parts')
+        .set({ message_id: newest.info.id })
+        .where('message_id', '=', m.info.id)
+        .execute(),
+    ).rejects.toThrow(/never move/);
+    await expect(
+      pg.db
+        .updateTable('messages')
+        .set({ session_id: other.session.id })
+        .where('id', '=', m.info.id)
+        .execute(),
+    ).rejects.toThrow(/never move/);
+    expect(await same(pg.db, cache, w.tenantId, w.sessionId)).toBe(true);
   });
 
   test('bounded: least recently used sessions go first, by count and by bytes', async ({ pg }) => {
