@@ -11,6 +11,7 @@ import type { WorkerDeps } from '../deps.ts';
 import type { SessionContext } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import type { CallOutcome } from '../step/call-model.ts';
+import { runStopped } from './loop-stopped.ts';
 import { fairnessOf, jittered, sessionPriority, UNLIMITED } from './options.ts';
 import { releaseTenantSlot } from './slots.ts';
 
@@ -47,6 +48,7 @@ export async function admitModelCall(
       emit({ type: 'session.status', status: 'idle', detail: BATCH_CANCELLED_DETAIL });
       emit({ type: 'session.idle' });
     });
+    await runStopped(deps, writer.ctx);
     return undefined;
   }
 
