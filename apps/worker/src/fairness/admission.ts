@@ -1,6 +1,7 @@
 import type { Usage } from '@loopline/core';
 import {
   BATCH_CANCELLED_DETAIL,
+  getSession,
   getTenantLimitsCached,
   isBatchItemCancelled,
   setSessionStatus,
@@ -44,6 +45,8 @@ export async function admitModelCall(
 
   if (session.kind === 'batch' && (await isBatchItemCancelled(deps.db, tenantId, sessionId))) {
     await writer.write(async (trx, emit) => {
+      // The gateway's cancel stopped it already (and told of it): no second session.idle.
+      if ((await getSession(trx, tenantId, sessionId))?.status === 'idle') return;
       await setSessionStatus(trx, tenantId, sessionId, 'idle', BATCH_CANCELLED_DETAIL, null);
       emit({ type: 'session.status', status: 'idle', detail: BATCH_CANCELLED_DETAIL });
       emit({ type: 'session.idle' });
