@@ -64,6 +64,7 @@ create table batches (
   updated_at timestamp with time zone not null default now(),
   cancelled_at timestamp with time zone,
   completed_at timestamp with time zone,
+  traceparent text,
   constraint batches_pkey PRIMARY KEY (id),
   constraint batches_status_check CHECK ((status = ANY (ARRAY['running'::text, 'completed'::text, 'cancelled'::text]))),
   constraint batches_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id)
@@ -160,6 +161,7 @@ create table sessions (
   kind text not null default 'interactive'::text,
   abort_requested_seq bigint,
   token_ratio_weight double precision,
+  traceparent text,
   constraint sessions_kind_check CHECK ((kind = ANY (ARRAY['interactive'::text, 'batch'::text]))),
   constraint sessions_parent_session_id_fkey FOREIGN KEY (parent_session_id) REFERENCES sessions(id),
   constraint sessions_pkey PRIMARY KEY (id),
@@ -237,6 +239,7 @@ create table webhook_deliveries (
   updated_at timestamp with time zone not null default now(),
   delivered_at timestamp with time zone,
   job_id text,
+  traceparent text,
   constraint webhook_deliveries_pkey PRIMARY KEY (id),
   constraint webhook_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text]))),
   constraint webhook_deliveries_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id)

@@ -10,6 +10,7 @@ import {
   type StalledSession,
 } from '@loopline/db';
 import { addBatchFlow, controlJobIds, JOBS, jobIds, type ReconcileJob, type StepJob } from '@loopline/queue';
+import { continueTrace, sessionAttributes } from '@loopline/telemetry';
 import type { Job, JobType } from 'bullmq';
 import type { WorkerDeps } from './deps.ts';
 import { sessionPriority } from './fairness/options.ts';
@@ -50,6 +51,10 @@ import { DELIVERY_GRACE_MS, healWebhookDeliveries } from './webhooks/outbox.ts';
 // added after the commit (webhooks/outbox.ts). A pending delivery untouched for a short grace
 // whose job Redis does not have (a crash between commit and add, a Redis loss) gets its job
 // again, under the same id; the receiver dedupes on the event id, so at-least-once holds.
+//
+// Tracing: what the reconciler re-adds continues the trace it belongs to (the session's last
+// fenced write, the batch's creating request, the delivery's recording write: each row keeps its
+// traceparent while tracing is on), in a `reconcile …` span linked to the pass that found it.
 //
 // Why this is safe: a job carries ids only and re-derives everything from the log under the
 // session lock and a new fence (a spurious wake finds the loop going or done and joins or exits,
@@ -182,7 +187,13 @@ export async function reconcileOnce(
       continue;
     }
     try {
-      const woken = await wakeStalled(deps, s);
+      // The wake continues the session's own trace (its last fenced write's), linked to this pass.
+      const woken = await continueTrace(
+        'reconcile wake',
+        s.traceparent ?? undefined,
+        { ...sessionAttributes(s), 'loopline.session.status': s.status },
+        () => wakeStalled(deps, s),
+      );
       if (woken) result.woken.push(woken);
       else result.moved++;
     } catch (err) {
@@ -305,7 +316,9 @@ async function reconcileBatches(deps: WorkerDeps, afterMs: number): Promise<Reco
     try {
       const state = await deps.queues.batch.getJobState(jobIds.batch(batch.batchId));
       if (state !== 'unknown') continue;
-      await addBatchFlow(deps.queues, batch);
+      await continueTrace('reconcile batch', batch.traceparent, { 'loopline.batch.id': batch.batchId }, () =>
+        addBatchFlow(deps.queues, batch),
+      );
       out.push({ tenantId: batch.tenantId, batchId: batch.batchId, items: batch.items.length });
       deps.logger.warn(
         { tenantId: batch.tenantId, batchId: batch.batchId, items: batch.items.length },

@@ -11,6 +11,7 @@ import {
   withFence,
 } from '@loopline/db';
 import { publishEvents, type WebhookEvent, webhookEventsOf } from '@loopline/queue';
+import { currentTraceparent, tracingActive } from '@loopline/telemetry';
 import type { WorkerDeps } from './deps.ts';
 import { queueWebhookJobs } from './webhooks/outbox.ts';
 
@@ -46,6 +47,9 @@ export class SessionWriter {
   ): Promise<T> {
     const events: SessionEvent[] = [];
     let deliveries: PendingDelivery[] = [];
+    // Tracing on: the row keeps the trace of its last write, which the reconciler continues.
+    const traceparent = tracingActive() ? currentTraceparent() : undefined;
+    if (traceparent) patch = { ...patch, traceparent };
     const result = await withFence(
       this.deps.db,
       this.ctx,
@@ -77,7 +81,7 @@ export class SessionWriter {
     const outbox: OutboxCte = (planned) => {
       const hooks = webhookEventsOf(this.ctx, planned);
       for (const h of hooks) inStatement.add(h.id);
-      return hooks.length > 0 ? [webhookEventsCte(this.ctx.tenantId, hooks)] : [];
+      return hooks.length > 0 ? [webhookEventsCte(this.ctx.tenantId, hooks, currentTraceparent())] : [];
     };
     const result = await fn((e) => events.push(e), outbox);
     const hooks = webhookEventsOf(this.ctx, events);
@@ -111,7 +115,7 @@ export class SessionWriter {
     hooks: readonly WebhookEvent[],
   ): Promise<PendingDelivery[]> {
     if (hooks.length === 0) return [];
-    const ids = await recordWebhookEvents(db, this.ctx.tenantId, hooks);
+    const ids = await recordWebhookEvents(db, this.ctx.tenantId, hooks, currentTraceparent());
     return ids.map((id) => ({ id, tenantId: this.ctx.tenantId, jobId: id }));
   }
 

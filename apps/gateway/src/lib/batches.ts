@@ -17,6 +17,7 @@ import {
   publishEvents,
   queueDeliveries,
 } from '@loopline/queue';
+import { currentTraceparent } from '@loopline/telemetry';
 import type { FastifyBaseLogger } from 'fastify';
 import type { AppDeps } from '../app.ts';
 import { BatchConversation, type BatchView } from '../batch-schemas.ts';
@@ -121,6 +122,7 @@ export async function submitBatch(
       ...(c.metadata ? { metadata: c.metadata } : {}),
     })),
     ...(input.metadata ? { metadata: input.metadata } : {}),
+    ...traceOf(),
   });
   try {
     await addBatchFlow(deps.queues, { tenantId, batchId: batch.id, items });
@@ -244,6 +246,12 @@ export async function cancelBatchRun(
   }
   return batchView(deps, batch);
 }
+
+/** The request's trace context (tracing on), stored with the batch for a re-added flow. */
+const traceOf = (): { traceparent?: string } => {
+  const traceparent = currentTraceparent();
+  return traceparent ? { traceparent } : {};
+};
 
 /** The webhook events of the queued sessions a cancel stops (the worker's runners say the others'). */
 const stoppedEvents = (tenantId: string, batchId: string) => (sessionIds: string[]) =>

@@ -1,6 +1,7 @@
 import { errorData } from '@loopline/core';
 import { completeBatch } from '@loopline/db';
 import { type BatchJob, batchCompletedEvent } from '@loopline/queue';
+import { currentTraceparent } from '@loopline/telemetry';
 import type { Job } from 'bullmq';
 import type { WorkerDeps } from '../deps.ts';
 import { queueWebhookJobs } from '../webhooks/outbox.ts';
@@ -12,6 +13,7 @@ import { queueWebhookJobs } from '../webhooks/outbox.ts';
 
 export async function processBatch(deps: WorkerDeps, job: Job<BatchJob>): Promise<void> {
   const { tenantId, batchId } = job.data;
+  const traceparent = currentTraceparent();
   const deliveries = await completeBatch(
     deps.db,
     batchId,
@@ -19,6 +21,7 @@ export async function processBatch(deps: WorkerDeps, job: Job<BatchJob>): Promis
     {
       tenantId,
       events: [batchCompletedEvent(tenantId, batchId)],
+      ...(traceparent ? { traceparent } : {}),
     },
   );
   deps.logger.info({ tenantId, batchId, jobId: job.id }, 'batch finished');

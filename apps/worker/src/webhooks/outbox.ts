@@ -1,5 +1,6 @@
 import { listStalePendingDeliveries, type PendingDelivery, setWebhookDeliveryJob } from '@loopline/db';
 import { queueDeliveries } from '@loopline/queue';
+import { continueTrace } from '@loopline/telemetry';
 import type { WorkerDeps } from '../deps.ts';
 
 // The two halves of the webhook outbox that run outside the transaction that recorded the
@@ -53,7 +54,9 @@ export async function healWebhookDeliveries(
         job = { ...d, jobId: `${d.id}-h${Date.now()}` };
         await setWebhookDeliveryJob(deps.db, d.tenantId, d.id, job.jobId);
       }
-      await queueDeliveries(deps.queues, [job]);
+      await continueTrace('reconcile delivery', d.traceparent, { 'loopline.webhook.delivery': d.id }, () =>
+        queueDeliveries(deps.queues, [job]),
+      );
       healed.push(job);
       deps.logger.warn(
         { tenantId: d.tenantId, deliveryId: d.id, jobId: job.jobId, lost: state },

@@ -85,6 +85,8 @@ export interface CreateBatchInput {
   agent: AgentConfig;
   conversations: { messages: BatchMessage[]; metadata?: Record<string, unknown> }[];
   metadata?: Record<string, unknown>;
+  /** The creating request's trace context (tracing on): a re-added flow continues it. */
+  traceparent?: string;
 }
 
 /** The batch, its sessions and its items, in one transaction. Items are in input order. */
@@ -101,6 +103,7 @@ export async function createBatch(
         agent_name: input.agentName,
         total: input.conversations.length,
         metadata: toJson(input.metadata ?? {}),
+        traceparent: input.traceparent ?? null,
       })
       .returningAll()
       .executeTakeFirstOrThrow();
@@ -364,7 +367,7 @@ export async function completeBatch(
   db: Db,
   batchId: string,
   error: ErrorData,
-  outbox?: { tenantId: string; events: WebhookOutboxEvent[] },
+  outbox?: { tenantId: string; events: WebhookOutboxEvent[]; traceparent?: string },
 ): Promise<string[]> {
   return db.transaction().execute(async (trx) => {
     await trx
@@ -379,7 +382,7 @@ export async function completeBatch(
       .where('id', '=', batchId)
       .where('status', '=', 'running')
       .execute();
-    return outbox ? recordWebhookEvents(trx, outbox.tenantId, outbox.events) : [];
+    return outbox ? recordWebhookEvents(trx, outbox.tenantId, outbox.events, outbox.traceparent) : [];
   });
 }
 

@@ -150,7 +150,21 @@ export interface PendingDelivery {
   id: string;
   tenantId: string;
   jobId: string;
+  /** The trace of the write that recorded it (tracing on): a re-added job continues it. */
+  traceparent?: string;
 }
+
+const toPending = (r: {
+  id: string;
+  tenant_id: string;
+  job_id: string | null;
+  traceparent: string | null;
+}) => ({
+  id: r.id,
+  tenantId: r.tenant_id,
+  jobId: r.job_id ?? r.id,
+  ...(r.traceparent ? { traceparent: r.traceparent } : {}),
+});
 
 /**
  * The outbox insert: one `pending` delivery per (enabled subscription wanting the event type,
@@ -161,6 +175,7 @@ function outboxInsert(
   tenantId: string,
   events: readonly WebhookOutboxEvent[],
   from: RawBuilder<unknown>,
+  traceparent: string | undefined,
 ): RawBuilder<{ id: string }> {
   const values = sql.join(
     events.map(
@@ -169,9 +184,9 @@ function outboxInsert(
     ),
   );
   return sql<{ id: string }>`insert into webhook_deliveries
-      (id, tenant_id, subscription, event_id, event_type, payload)
+      (id, tenant_id, subscription, event_id, event_type, payload, traceparent)
     select 'whd_' || left(replace(gen_random_uuid()::text, '-', ''), 24), s.tenant_id, s.name,
-      v.event_id, v.event_type, v.payload
+      v.event_id, v.event_type, v.payload, ${traceparent ?? null}::text
     from ${from} webhook_subscriptions s
       cross join (values ${values}) as v(ord, event_id, event_type, payload)
     where s.tenant_id = ${tenantId} and s.enabled and s.event_types @> jsonb_build_array(v.event_type)
@@ -188,15 +203,23 @@ export async function recordWebhookEvents(
   db: Db | Trx,
   tenantId: string,
   events: readonly WebhookOutboxEvent[],
+  traceparent?: string,
 ): Promise<string[]> {
   if (events.length === 0) return [];
-  const { rows } = await outboxInsert(tenantId, events, sql``).execute(db);
+  const { rows } = await outboxInsert(tenantId, events, sql``, traceparent).execute(db);
   return rows.map((r) => r.id);
 }
 
 /** The outbox insert as a CTE of a fenced statement (fenced-statement.ts): nothing when stale. */
-export function webhookEventsCte(tenantId: string, events: readonly WebhookOutboxEvent[]): FencedCte {
-  return { name: 'ins_webhook_deliveries', query: outboxInsert(tenantId, events, sql`f cross join`) };
+export function webhookEventsCte(
+  tenantId: string,
+  events: readonly WebhookOutboxEvent[],
+  traceparent?: string,
+): FencedCte {
+  return {
+    name: 'ins_webhook_deliveries',
+    query: outboxInsert(tenantId, events, sql`f cross join`, traceparent),
+  };
 }
 
 /** The pending deliveries of these events (after a fenced statement recorded them). */
@@ -208,12 +231,12 @@ export async function pendingDeliveriesOf(
   if (eventIds.length === 0) return [];
   const rows = await db
     .selectFrom('webhook_deliveries')
-    .select(['id', 'tenant_id', 'job_id'])
+    .select(['id', 'tenant_id', 'job_id', 'traceparent'])
     .where('tenant_id', '=', tenantId)
     .where('event_id', 'in', [...eventIds])
     .where('status', '=', 'pending')
     .execute();
-  return rows.map((r) => ({ id: r.id, tenantId: r.tenant_id, jobId: r.job_id ?? r.id }));
+  return rows.map(toPending);
 }
 
 /**
@@ -226,13 +249,13 @@ export async function listStalePendingDeliveries(
 ): Promise<PendingDelivery[]> {
   const rows = await db
     .selectFrom('webhook_deliveries')
-    .select(['id', 'tenant_id', 'job_id'])
+    .select(['id', 'tenant_id', 'job_id', 'traceparent'])
     .where('status', '=', 'pending')
     .where('updated_at', '<', sql<Date>`now() - make_interval(secs => ${opts.olderThanMs / 1000})`)
     .orderBy('updated_at')
     .limit(opts.limit ?? 500)
     .execute();
-  return rows.map((r) => ({ id: r.id, tenantId: r.tenant_id, jobId: r.job_id ?? r.id }));
+  return rows.map(toPending);
 }
 
 /** Names the job that now carries a pending delivery (a re-delivery, a reconciler heal). */

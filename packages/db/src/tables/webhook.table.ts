@@ -33,5 +33,7 @@ export interface WebhookDeliveryTable {
   delivered_at: NullableTimestamp;
   /** The BullMQ job carrying a pending delivery; null: the delivery id (migration 0010). */
   job_id: string | null;
+  /** Trace context of the write that recorded it, while tracing is on (migration 0010). */
+  traceparent: string | null;
 }
 export type WebhookDeliveryRow = Selectable<WebhookDeliveryTable>;
