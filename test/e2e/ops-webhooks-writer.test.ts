@@ -2,8 +2,8 @@ import type { SessionEvent } from '@loopline/core';
 import { acquireFence, fencedStatement, setSessionStatus } from '@loopline/db';
 import { acquireSlot, slotHolders } from '@loopline/queue';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Client, type Stack, startStack } from '../support/stack.ts';
 import { SessionWriter } from '../../apps/worker/src/session-writer.ts';
+import { type Client, type Stack, startStack } from '../support/stack.ts';
 
 // The write layer's outbox (no workers run here, so jobs stay where they were added): webhook
 // events commit with the write that carries them — in its transaction, or as a CTE of a

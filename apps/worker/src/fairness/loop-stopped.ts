@@ -3,8 +3,9 @@ import type { WorkerDeps } from '../deps.ts';
 import { promoteDelayed, releaseTenantSlot } from './slots.ts';
 
 // What follows a run's end, named where the run ends: every write of a status that stops the run
-// (idle: session-status goIdle, control/abort endAbortedTurn, admission's cancelled batch item;
-// error: failSession; waiting: control/waits enterWait) calls runStopped after its commit:
+// (idle: session-status goIdle, control/abort endAbortedTurn, admission's cancelled batch item, a
+// compaction committed or recorded as a no-op with nothing to resume; error: failSession;
+// waiting: control/waits enterWait) calls runStopped after its commit:
 // - the session's tenant slot is released and the longest waiter woken;
 // - the batch item that posted the session's messages, if any, is woken (its job is delayed while
 //   the session runs) to post the next message or record the result.
