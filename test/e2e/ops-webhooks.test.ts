@@ -344,6 +344,36 @@ describe('outbox', () => {
     expect(at('/crash')).toHaveLength(1);
   });
 
+  it('a pending delivery whose job already ended gets a job of its own (a kept job id would be a no-op)', async () => {
+    const own = await stack.tenant('outbox-ended');
+    await subscribe('ended', '/ended', ['session.idle'], own);
+    stack.mock.setScenario({ rules: [] });
+    await own.agent('plain', {});
+    const id = await own.session('plain');
+    await own.send(id, 'hello');
+    expect((await own.waitIdle(id)).status).toBe('idle');
+    const delivered = await until('delivered', async () => {
+      const d = (await own.call('GET', '/v1/webhooks/ended/deliveries')).body.deliveries[0];
+      return d?.status === 'delivered' && d;
+    });
+    // As if its worker died on the last attempt before recording it: the job is over, the row pending.
+    await stack.deps.db
+      .updateTable('webhook_deliveries')
+      .set({ status: 'pending' })
+      .where('id', '=', delivered.id)
+      .execute();
+    expect(await stack.deps.queues.webhook.getJobState(delivered.id)).toBe('completed');
+    const pass = await reconcileOnce(stack.deps, { afterMs: 3_600_000, deliveryGraceMs: 0 });
+    const healed = pass.deliveries.find((d) => d.id === delivered.id);
+    expect(healed?.jobId).toMatch(new RegExp(`^${delivered.id}-h\\d+$`));
+    await until('sent again, same event id', () => at('/ended').length >= 2);
+    expect(at('/ended').map((r) => r.headers['webhook-id'])).toEqual([delivered.eventId, delivered.eventId]);
+    await until('delivered again', async () => {
+      const d = (await own.call('GET', '/v1/webhooks/ended/deliveries')).body.deliveries[0];
+      return d?.status === 'delivered';
+    });
+  });
+
   it('a batch cancel that stops queued sessions in the gateway sends their session.idle', async () => {
     const own = await stack.tenant('outbox-batch');
     await subscribe('cancel', '/cancel', ['session.idle', 'batch.completed'], own);
