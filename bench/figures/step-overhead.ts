@@ -125,6 +125,7 @@ async function ceilingOnce(kind: 'row' | 'durable' = 'row'): Promise<CeilingRun>
       ? {
           work: (connection) => durableWork(chainDb, connection, svc.keys, [session]),
           lockId: () => session.sessionId,
+          releaseFirst: true,
         }
       : {}),
   });

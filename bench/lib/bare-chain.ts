@@ -62,6 +62,12 @@ export interface ChainOptions {
   /** The lock key's session part for a chain (default `chain-<n>`). */
   lockId?: (chain: number) => string;
   queue?: string;
+  /**
+   * Release the lock before adding the next job (the durable chain): the next job then never
+   * finds the lock still held and put itself back for the retry delay. The row chain keeps the
+   * old order (add, then release), as it always had.
+   */
+  releaseFirst?: boolean;
 }
 
 export function bareChain(opts: ChainOptions): BareChain {
@@ -97,13 +103,18 @@ export function bareChain(opts: ChainOptions): BareChain {
         await job.moveToDelayed(Date.now() + 250, token);
         throw new DelayedError();
       }
+      let released = false;
       try {
         await work(chain, step);
         completed++;
+        if (opts.releaseFirst) {
+          released = true;
+          await lease.release();
+        }
         if (limit === undefined || step + 1 < limit) await add(chain, step + 1);
         else if (--chainsLeft === 0) onFinished();
       } finally {
-        await lease.release();
+        if (!released) await lease.release();
       }
     },
     {
@@ -161,6 +172,7 @@ async function child() {
       ? {
           work: (connection: Redis) => durableWork(db, connection, keys, sessions),
           lockId: (c: number) => sessions[c]!.sessionId,
+          releaseFirst: true,
         }
       : {}),
   });

@@ -14,7 +14,7 @@ import { sql } from 'kysely';
 //      holder: nothing written), then one INSERT of an assistant message with three parts (text,
 //      a completed tool call, step-finish with usage) in one statement;
 //   3. one event publish: XADD (MAXLEN ~ 10,000) to the session's event stream;
-// and the job hop (finish this job, add the next). That is: 5 PostgreSQL round trips (BEGIN and
+// and the job hop (release the lock, add the next job, finish this one). That is: 5 PostgreSQL round trips (BEGIN and
 // COMMIT included) and, besides BullMQ's own, 3 Redis commands (lock, XADD, release).
 
 export interface DurableSession {
