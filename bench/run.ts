@@ -151,15 +151,18 @@ function met(row: Row): string {
 
 // Report order: one session's step (against the bare durable step), its cost against history
 // length, steps/s, gateway, memory and sessions in flight, history load, tokens, context, compaction.
-// First matching prefix wins.
+// The longest matching prefix wins; an old ceiling's row comes after the rows of its figure.
 const ORDER = [
   'step overhead p50, 1 session',
   'step overhead p99, 1 session',
+  'step overhead p50, 1 session (old ceiling)',
   'step CPU per step, 1 session',
   'step CPU per step,',
   'step overhead p50, 1',
   'steps/s',
+  'steps/s, 100 concurrent sessions (old ceiling)',
   'gateway',
+  'gateway POST …/messages, 50 connections (old ceiling)',
   'worker RSS, 1,000 concurrent',
   'sessions in flight',
   'worker RSS',
@@ -170,8 +173,10 @@ const ORDER = [
   'compaction',
 ];
 const rank = (row: Row) => {
-  const i = ORDER.findIndex((prefix) => row.figure.startsWith(prefix));
-  return i < 0 ? ORDER.length : i;
+  let best = -1;
+  for (const [i, prefix] of ORDER.entries())
+    if (row.figure.startsWith(prefix) && (best < 0 || prefix.length > ORDER[best]!.length)) best = i;
+  return best < 0 ? ORDER.length : best;
 };
 
 function table(results: FigureResult[]): string[] {

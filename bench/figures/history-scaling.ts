@@ -68,7 +68,8 @@ async function loopRun(sessionId: string): Promise<SizeRun> {
   await mock.request({ type: 'reset' });
   const cpu0 = process.cpuUsage();
   await send(svc.url, tenant, sessionId, 'Run the bench chain.');
-  const final = await waitIdle(svc.db, tenant.tenantId, sessionId, 300_000);
+  // Polled every 250 ms: the poll runs in this process and its CPU is counted with the steps'.
+  const final = await waitIdle(svc.db, tenant.tenantId, sessionId, 300_000, 250);
   const cpu = process.cpuUsage(cpu0);
   if (final.status !== 'idle') throw new Error(`session ended ${final.status}: ${final.statusDetail}`);
   const { rows } = await sql<{ ms: number }>`
@@ -178,7 +179,9 @@ emit({
       '(prune and automatic compaction off so the history stays as seeded; agent window 10M tokens), ' +
       'mock model (zero latency) in a child process. Step overhead = period between steps minus the ' +
       "model round trip (replayed). CPU per step = this process' CPU (user + system) from the POST to idle, " +
-      'divided by the steps. Serialise = JSON.stringify of the recorded request body (best of 3, in the ' +
+      "divided by the steps (so it also carries the turn's fixed work, the POST, the wake-up and the turn's " +
+      'end, and a poll of the session row every 250 ms, spread over the steps: this weighs most at 100 ' +
+      'messages, so the ratios understate the growth a little). Serialise = JSON.stringify of the recorded request body (best of 3, in the ' +
       "mock's process), the median over the run's steps: the part of the step that must grow with the " +
       'history, shown apart and taken out of the CPU target.',
     '',
