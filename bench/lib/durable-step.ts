@@ -10,12 +10,13 @@ import { sql } from 'kysely';
 // Run by a BullMQ job of lib/bare-chain.ts that holds the session's Redis lock (SET NX PX); then
 //   1. fence bump: UPDATE sessions SET fence = fence + 1 … RETURNING fence (the new lock holder's
 //      token; autocommit);
-//   2. one transaction: a fenced UPDATE of the session row taking the next seq (zero rows = a newer
-//      holder: nothing written), then one INSERT of an assistant message with three parts (text,
-//      a completed tool call, step-finish with usage) in one statement;
+//   2. one transaction writing the step: a single statement (as Loopline's own fenced writes)
+//      whose first CTE is the fenced UPDATE of the session row taking the next seq (zero rows = a
+//      newer holder: nothing written), then the assistant message and its three parts (text, a
+//      completed tool call, step-finish with usage);
 //   3. one event publish: XADD (MAXLEN ~ 10,000) to the session's event stream;
-// and the job hop (release the lock, add the next job, finish this one). That is: 5 PostgreSQL round trips (BEGIN and
-// COMMIT included) and, besides BullMQ's own, 3 Redis commands (lock, XADD, release).
+// and the job hop (release the lock, add the next job, finish this one). That is: 2 PostgreSQL
+// round trips and, besides BullMQ's own, 3 Redis commands (lock, XADD, release).
 
 export interface DurableSession {
   tenantId: string;
@@ -96,25 +97,23 @@ export function durableWork(db: Db, redis: Redis, keys: KeySpace, sessions: read
           sql`(${i}::int, ${p.id}::text, ${p.type}::text, ${JSON.stringify(p.data)}::jsonb, ${p.tokens}::int)`,
       ),
     );
-    await db.transaction().execute(async (trx) => {
-      const fenced = await sql<{ last_seq: number }>`
+    // One statement, its own transaction: the fence check and seq (first CTE), the message, its parts.
+    const { rows } = await sql<{ id: string }>`
+      with s as (
         update sessions set last_seq = last_seq + 1, updated_at = now()
-        where id = ${sessionId} and tenant_id = ${tenantId} and fence = ${fence} returning last_seq`.execute(
-        trx,
-      );
-      const seq = fenced.rows[0]?.last_seq;
-      if (seq === undefined) throw new Error(`durable step: stale fence ${fence} on ${sessionId}`);
-      await sql`
-        with m as (
-          insert into messages (id, tenant_id, session_id, seq, role, info)
-          values (${messageId}, ${tenantId}, ${sessionId}, ${seq}, 'assistant', ${JSON.stringify(info)}::jsonb)
-          returning id
-        )
-        insert into parts (id, tenant_id, session_id, message_id, type, data, tokens)
-        select v.id, ${tenantId}, ${sessionId}, m.id, v.type, v.data, v.tokens
-        from m cross join (values ${values}) as v(ord, id, type, data, tokens)
-        order by v.ord`.execute(trx);
-    });
+        where id = ${sessionId} and tenant_id = ${tenantId} and fence = ${fence}
+        returning tenant_id, id, last_seq
+      ), m as (
+        insert into messages (id, tenant_id, session_id, seq, role, info)
+        select ${messageId}, s.tenant_id, s.id, s.last_seq, 'assistant', ${JSON.stringify(info)}::jsonb from s
+        returning id
+      )
+      insert into parts (id, tenant_id, session_id, message_id, type, data, tokens)
+      select v.id, ${tenantId}, ${sessionId}, m.id, v.type, v.data, v.tokens
+      from m cross join (values ${values}) as v(ord, id, type, data, tokens)
+      order by v.ord
+      returning id`.execute(db);
+    if (rows.length === 0) throw new Error(`durable step: stale fence ${fence} on ${sessionId}`);
     await redis.xadd(
       keys.events(sessionId),
       'MAXLEN',
