@@ -303,7 +303,7 @@ describe('session cache', () => {
     const other = await makeSessionWithTenant(pg.db);
 
     // Rows never move: the cache merges a part by id within its message, so the database refuses
-    // to move a part to another message or a row to another session (migration 0010).
+    // to move a part to another message or a row to another session (migration 0011).
     const newest = await w.user('three');
     await expect(
       pg.db

@@ -7,7 +7,7 @@ import { toMessage, toPart } from './mappers.ts';
 
 // History with its revision, for the worker's session cache (apps/worker/src/session-context.ts).
 // Every message and part row carries `rev`, stamped by a trigger on each insert and update under a
-// per-session lock held until commit (migration 0010), so within a session rev order is commit
+// per-session lock held until commit (migration 0011), so within a session rev order is commit
 // order. Each read here is ONE statement (one snapshot): the rows, the session's last_seq, and the
 // largest rev seen, which a later `historyChangesSince(rev)` continues from without gaps.
 

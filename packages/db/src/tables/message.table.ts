@@ -16,7 +16,7 @@ export interface MessageTable {
   role: Message['role'];
   info: Json<MessageInfo>;
   reverted: Generated<boolean>;
-  /** History revision, stamped by a trigger on every insert and update (migration 0010). */
+  /** History revision, stamped by a trigger on every insert and update (migration 0011). */
   rev: Generated<number>;
   created_at: CreatedAt;
   updated_at: CreatedAt;

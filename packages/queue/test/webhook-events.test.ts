@@ -1,6 +1,6 @@
 import type { SessionEvent } from '@loopline/core';
 import { describe, expect, it } from 'vitest';
-import { batchCompletedEvent, eventId, webhookEventsOf } from '../src/webhooks/events.ts';
+import { batchCompletedEvent, eventId, webhookEventsOf } from '../src/webhook-events.ts';
 
 // Which session events become tenant webhooks, what they carry (ids and figures, never message
 // content), and their ids: the same event produced again has the same id (a re-delivery is
