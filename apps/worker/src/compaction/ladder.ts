@@ -1,20 +1,22 @@
 import {
   addUsage,
+  type CompactionPlan,
   type CompactionRange,
+  clipToTokens,
   countCapped,
   type ErrorData,
   emptyUsage,
   errorData,
+  planCompaction,
   structuralSummary,
   type Usage,
   type WithParts,
 } from '@loopline/core';
 import type { Logger } from 'pino';
 import type { WorkerDeps } from '../deps.ts';
-import type { SessionContext } from '../session-context.ts';
+import { type SessionContext, sessionRatio } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { summarizeHead } from './head-summary.ts';
-import { type CompactionPlan, clipToTokens, planCompaction } from './plan.ts';
 import type { SummaryModel } from './summarize.ts';
 import { ignoreSummaryParts } from './summary-message.ts';
 
@@ -61,7 +63,16 @@ export const MIN_STRUCTURAL_TOKENS = 200;
 
 export async function runLadder(deps: WorkerDeps, input: LadderInput): Promise<LadderResult> {
   const { ctx, range, log } = input;
-  const plans = planCompaction(ctx, range, deps.tokenizer);
+  const plans = planCompaction(
+    {
+      agent: ctx.agent,
+      budget: ctx.budget,
+      overheadTokens: ctx.shape.overheadTokens,
+      ratio: sessionRatio(ctx.session, ctx.agent),
+    },
+    range,
+    deps.tokenizer,
+  );
   const { withTail, noTail, trigger } = plans;
   const c = ctx.agent.compaction;
   const prompt = { prompt: c.prompt, extraContext: c.extraContext, instructions: range.part.instructions };

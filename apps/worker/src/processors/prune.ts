@@ -1,4 +1,4 @@
-import { autoCompactEnabled, pendingCompaction } from '@loopline/core';
+import { afterPrune } from '@loopline/core';
 import { getSession } from '@loopline/db';
 import { PRIORITY, type PruneJob } from '@loopline/queue';
 import type { Job } from 'bullmq';
@@ -20,7 +20,8 @@ import type { SessionWriter } from '../session-writer.ts';
 //   context is above the background threshold (docs/context.md §2).
 // - purpose `compact`: the loop needs room; prune first, and only if that is not enough (or the
 //   provider rejected the request) append the compaction marker and hand over to the compaction
-//   job. When pruning alone brings the estimate under the trigger, the loop just continues.
+//   job. When pruning alone brings the estimate under the trigger, the loop just continues
+//   (core afterPrune decides which).
 //   An abort recorded meanwhile (POST …/abort does not cancel a prune job: it makes no model call)
 //   ends the turn here instead: no compaction point is set for a turn that was stopped.
 
@@ -81,24 +82,26 @@ async function compactIfNeeded(
     if (outcome === 'stopped') return;
     if (outcome === 'continue') ctx = (await loadContext(deps, tenantId, sessionId)) ?? ctx;
   }
-  // A marker written by an earlier run of this job (or another runner) is the one to run.
-  const pending = pendingCompaction(ctx.view);
-  if (pending) {
-    await enqueueCompact(deps, tenantId, sessionId, pending.message.info.id, fence);
+  const action = afterPrune({
+    messages: ctx.view,
+    compaction: ctx.agent.compaction,
+    flags: deps.flags,
+    rejected: data.rejected,
+    estimate: ctx.estimate,
+    trigger: ctx.budget.trigger,
+  });
+  if (action.type === 'run-compaction') {
+    await enqueueCompact(deps, tenantId, sessionId, action.messageId, fence);
     return;
   }
-  if (!autoCompactEnabled(ctx.agent.compaction, deps.flags)) {
-    // Switched off since the step asked: the step decides again (and fails if nothing fits).
-    await setStatus(writer, 'queued');
-    const jobId = workerJobIds.afterPrune(sessionId, stepCount, fence);
-    await next(deps, tenantId, sessionId, jobId, sessionPriority(ctx.session));
-    return;
-  }
-  if (!data.rejected && ctx.estimate < ctx.budget.trigger) {
-    log.info(
-      { estimate: ctx.estimate, trigger: ctx.budget.trigger },
-      'prune made enough room; no compaction',
-    );
+  if (action.type === 'continue') {
+    // auto-off: the step decides again (and fails if nothing fits).
+    if (action.why === 'enough-room') {
+      log.info(
+        { estimate: ctx.estimate, trigger: ctx.budget.trigger },
+        'prune made enough room; no compaction',
+      );
+    }
     await setStatus(writer, 'queued');
     const jobId = workerJobIds.afterPrune(sessionId, stepCount, fence);
     await next(deps, tenantId, sessionId, jobId, sessionPriority(ctx.session));
