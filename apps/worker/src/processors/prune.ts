@@ -1,6 +1,6 @@
 import { afterPrune } from '@loopline/core';
 import { getSession } from '@loopline/db';
-import { PRIORITY, type PruneJob } from '@loopline/queue';
+import { jobIds, PRIORITY, type PruneJob, wakeSession } from '@loopline/queue';
 import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { scheduleBackground } from '../compaction/background.ts';
@@ -8,8 +8,6 @@ import { appendCompactionMarker } from '../compaction/marker.ts';
 import { prunePass } from '../compaction/prune-pass.ts';
 import { endAbortedTurn } from '../control/abort.ts';
 import type { WorkerDeps } from '../deps.ts';
-import { sessionPriority } from '../fairness/options.ts';
-import { workerJobIds } from '../job-ids.ts';
 import { withSessionLease } from '../lease-runner.ts';
 import { loadContext, type SessionContext } from '../session-context.ts';
 import { setStatus } from '../session-status.ts';
@@ -103,8 +101,8 @@ async function compactIfNeeded(
       );
     }
     await setStatus(writer, 'queued');
-    const jobId = workerJobIds.afterPrune(sessionId, stepCount, fence);
-    await next(deps, tenantId, sessionId, jobId, sessionPriority(ctx.session));
+    const args = { sessionId, stepCount, fence };
+    await wakeSession(deps.queues, 'pruned', args, { tenantId, kind: ctx.session.kind });
     return;
   }
   const marker = await appendCompactionMarker(writer, ctx.session.agentName, {
@@ -134,18 +132,8 @@ export async function enqueueCompact(
 ): Promise<void> {
   await deps.queues.add(
     'compact',
-    workerJobIds.compact(sessionId, messageId, fence),
+    jobIds.compact(sessionId, messageId, fence),
     { tenantId, sessionId, messageId },
     { priority: PRIORITY.interactive },
   );
-}
-
-async function next(
-  deps: WorkerDeps,
-  tenantId: string,
-  sessionId: string,
-  jobId: string,
-  priority: number = PRIORITY.interactive,
-) {
-  await deps.queues.add('step', jobId, { tenantId, sessionId, reason: 'pruned' }, { priority });
 }

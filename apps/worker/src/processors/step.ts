@@ -1,6 +1,6 @@
 import { afterCall, DEFAULT_MAX_INTERRUPTED_STEPS, decide, type LoopAction } from '@loopline/core';
 import { setSessionStatus } from '@loopline/db';
-import { jobIds, PRIORITY, type StepJob } from '@loopline/queue';
+import { jobIds, PRIORITY, type StepJob, wakeSession } from '@loopline/queue';
 import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { cancelBackground } from '../compaction/background.ts';
@@ -10,8 +10,6 @@ import { applySessionControl } from '../control/step-control.ts';
 import { enterWait } from '../control/waits.ts';
 import type { WorkerDeps } from '../deps.ts';
 import { admitModelCall } from '../fairness/admission.ts';
-import { sessionPriority } from '../fairness/options.ts';
-import { workerJobIds } from '../job-ids.ts';
 import { withSessionLease } from '../lease-runner.ts';
 import { lastCompactionTokensAfter, loadContext } from '../session-context.ts';
 import { failSession, goIdle, setStatus } from '../session-status.ts';
@@ -135,7 +133,7 @@ export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: s
             await endAbortedTurn(deps, writer, log);
             return;
           case 'next':
-            await next(deps, tenantId, sessionId, stepCount, 0, sessionPriority(session));
+            await next(deps, writer, session, stepCount, 0);
             return;
           case 'retry': {
             // Say why the session does not move, in its status and as an event.
@@ -145,7 +143,7 @@ export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: s
               emit({ type: 'session.status', status: 'running', detail });
             });
             log.warn({ retry: after.attempt, of: after.of, delayMs: after.delayMs }, detail);
-            await next(deps, tenantId, sessionId, stepCount, after.delayMs, sessionPriority(session));
+            await next(deps, writer, session, stepCount, after.delayMs);
             return;
           }
           default:
@@ -158,19 +156,20 @@ export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: s
   });
 }
 
+/** The next step of the loop, keyed by the step count this step reached. */
 async function next(
   deps: WorkerDeps,
-  tenantId: string,
-  sessionId: string,
+  writer: SessionWriter,
+  session: { kind: string },
   stepCount: number,
-  delay: number,
-  priority: number = PRIORITY.interactive,
+  delayMs: number,
 ) {
-  await deps.queues.add(
-    'step',
-    jobIds.step(sessionId, stepCount),
-    { tenantId, sessionId, reason: 'continue' },
-    { delay, priority },
+  const { tenantId, sessionId } = writer.ctx;
+  await wakeSession(
+    deps.queues,
+    'continue',
+    { sessionId, stepCount },
+    { tenantId, kind: session.kind, delayMs },
   );
 }
 
@@ -208,7 +207,7 @@ async function requestCompaction(
   await setStatus(writer, 'compacting');
   await deps.queues.add(
     'prune',
-    workerJobIds.pruneForCompaction(sessionId, stepCount, fence),
+    jobIds.pruneForCompaction(sessionId, stepCount, fence),
     { tenantId, sessionId, purpose: 'compact', ...opts },
     { priority: PRIORITY.interactive },
   );
