@@ -1,7 +1,15 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { errorData } from '../src/errors.ts';
 import { replayRequest } from '../src/session/compaction.ts';
-import { clipToTokens, type PlanInput, planCompaction } from '../src/session/compaction-plan.ts';
+import {
+  type CompactionPlan,
+  clipToTokens,
+  llmRungs,
+  MIN_STRUCTURAL_TOKENS,
+  type PlanInput,
+  planCompaction,
+  structuralPlan,
+} from '../src/session/compaction-plan.ts';
 import { compactionRange } from '../src/session/compaction-range.ts';
 import { CONTINUE_TEXT } from '../src/session/placeholders.ts';
 import { countCapped, estimateTokenizer, type Tokenizer } from '../src/session/tokens.ts';
@@ -138,5 +146,54 @@ describe('clipToTokens', () => {
     const chars: Tokenizer = { name: 'chars', count: (t) => t.length };
     expect(clipToTokens('abcdefghij'.repeat(10), 3, chars)).toBe('abc');
     expect(clipToTokens(long, 0, estimateTokenizer)).toBe('');
+  });
+});
+
+describe('the ladder’s rungs', () => {
+  const plan = (fixed: number, tail = true): CompactionPlan => ({
+    head: [],
+    tail: tail ? [user('kept')] : [],
+    tailStartId: undefined,
+    replay: undefined,
+    followUp: undefined,
+    fixed,
+  });
+
+  it('tries the summary with the tail, then without it, dropping plans that leave no room', () => {
+    const withTail = plan(5_000);
+    const noTail = plan(1_000, false);
+    expect(llmRungs({ withTail, noTail, trigger: 8_000 })).toEqual([
+      { plan: withTail, rung: 'summary' },
+      { plan: noTail, rung: 'summary-no-tail' },
+    ]);
+    expect(llmRungs({ withTail: plan(8_000), noTail, trigger: 8_000 })).toEqual([
+      { plan: noTail, rung: 'summary-no-tail' },
+    ]);
+    expect(llmRungs({ withTail: undefined, noTail, trigger: 8_000 })).toEqual([
+      { plan: noTail, rung: 'summary' },
+    ]);
+    expect(llmRungs({ withTail: undefined, noTail: plan(9_000, false), trigger: 8_000 })).toEqual([]);
+  });
+
+  it('keeps the tail for the structural summary while it leaves MIN_STRUCTURAL_TOKENS beside it', () => {
+    const noTail = plan(1_000, false);
+    const roomy = plan(7_000);
+    expect(structuralPlan({ withTail: roomy, noTail, trigger: 8_000, ratio: 2 })).toEqual({
+      plan: roomy,
+      maxTokens: 499, // (8,000 − 1 − 7,000) / 2
+    });
+    const tight = plan(7_700);
+    expect(structuralPlan({ withTail: tight, noTail, trigger: 8_000, ratio: 2 })).toEqual({
+      plan: noTail,
+      maxTokens: 3_499,
+    });
+  });
+
+  it('gives the structural summary MIN_STRUCTURAL_TOKENS even when nothing fits', () => {
+    const full = plan(9_000, false);
+    expect(structuralPlan({ withTail: undefined, noTail: full, trigger: 8_000, ratio: 1 })).toEqual({
+      plan: full,
+      maxTokens: MIN_STRUCTURAL_TOKENS,
+    });
   });
 });

@@ -5,6 +5,8 @@ import {
   afterPrune,
   type BackgroundInput,
   backgroundSkipReason,
+  idlePruneObsolete,
+  resumableBackground,
 } from '../src/session/compaction-route.ts';
 import { assistant, compaction, reset, summary, user } from './build.ts';
 
@@ -96,5 +98,33 @@ describe('backgroundSkipReason', () => {
       assistant('ok'),
     ];
     expect(backgroundSkipReason(base({ messages }))).toBeUndefined();
+  });
+});
+
+describe('idlePruneObsolete', () => {
+  it('keeps the pass while the session is still idle at the step count it was scheduled at', () => {
+    expect(idlePruneObsolete({ stepCount: 4, status: 'idle' }, 4)).toBe(false);
+  });
+
+  it('drops it once a newer turn ran a step or is under way', () => {
+    expect(idlePruneObsolete({ stepCount: 5, status: 'idle' }, 4)).toBe(true);
+    expect(idlePruneObsolete({ stepCount: 4, status: 'queued' }, 4)).toBe(true);
+  });
+
+  it('runs a pass from an older worker, which carried no step count', () => {
+    expect(idlePruneObsolete({ stepCount: 9, status: 'running' }, undefined)).toBe(false);
+  });
+});
+
+describe('resumableBackground', () => {
+  it('finds a background marker left without a summary, and nothing else', () => {
+    const bg = user([{ type: 'compaction', auto: true, overflow: false, background: true, tokens: 0 }], {
+      id: 'c7',
+      synthetic: true,
+    });
+    expect(resumableBackground([user('hi'), assistant('ok'), bg])).toBe('c7');
+    expect(resumableBackground([user('hi'), assistant('ok'), bg, summary('s', 'c7')])).toBeUndefined();
+    expect(resumableBackground([user('hi'), compaction({}, { id: 'c8' })])).toBeUndefined();
+    expect(resumableBackground([user('hi')])).toBeUndefined();
   });
 });

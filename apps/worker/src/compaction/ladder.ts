@@ -7,7 +7,9 @@ import {
   type ErrorData,
   emptyUsage,
   errorData,
+  llmRungs,
   planCompaction,
+  structuralPlan,
   structuralSummary,
   type Usage,
   type WithParts,
@@ -58,9 +60,6 @@ export interface LadderResult {
   requests: number;
 }
 
-/** The structural summary always gets at least this much room, even when nothing fits. */
-export const MIN_STRUCTURAL_TOKENS = 200;
-
 export async function runLadder(deps: WorkerDeps, input: LadderInput): Promise<LadderResult> {
   const { ctx, range, log } = input;
   const plans = planCompaction(
@@ -73,14 +72,11 @@ export async function runLadder(deps: WorkerDeps, input: LadderInput): Promise<L
     range,
     deps.tokenizer,
   );
-  const { withTail, noTail, trigger } = plans;
+  const { trigger } = plans;
   const c = ctx.agent.compaction;
   const prompt = { prompt: c.prompt, extraContext: c.extraContext, instructions: range.part.instructions };
 
-  const rungs: Array<{ plan: CompactionPlan; rung: Rung }> = [];
-  // A tail that leaves no room for any summary is dropped before paying for one.
-  if (withTail && withTail.fixed < trigger) rungs.push({ plan: withTail, rung: 'summary' });
-  if (noTail.fixed < trigger) rungs.push({ plan: noTail, rung: withTail ? 'summary-no-tail' : 'summary' });
+  const rungs = llmRungs(plans);
 
   let usage = emptyUsage();
   let error: ErrorData | undefined;
@@ -135,28 +131,17 @@ function structuralRung(
   error: ErrorData | undefined,
   requests: number,
 ): LadderResult {
-  const { withTail, noTail, trigger, ratio } = plans;
-  // Keep the verbatim tail when the structural text still fits beside it.
-  const candidates: CompactionPlan[] = withTail ? [withTail, noTail] : [noTail];
-  for (const plan of candidates) {
-    const room = Math.floor((trigger - 1 - plan.fixed) / ratio);
-    if (room < MIN_STRUCTURAL_TOKENS && plan !== noTail) continue;
-    const text = clipToTokens(
-      structuralSummary(plan.head as WithParts[]),
-      Math.max(room, MIN_STRUCTURAL_TOKENS),
-      deps.tokenizer,
-    );
-    return {
-      rung: 'structural',
-      text,
-      persisted: false,
-      usage,
-      plan,
-      tokensAfter: plans.project(plan, countCapped(deps.tokenizer, text)),
-      error,
-      requests,
-    };
-  }
-  /* c8 ignore next */
-  throw new Error('unreachable: the no-tail plan is always a candidate');
+  // Keep the verbatim tail when the structural text still fits beside it (core structuralPlan).
+  const { plan, maxTokens } = structuralPlan(plans);
+  const text = clipToTokens(structuralSummary(plan.head as WithParts[]), maxTokens, deps.tokenizer);
+  return {
+    rung: 'structural',
+    text,
+    persisted: false,
+    usage,
+    plan,
+    tokensAfter: plans.project(plan, countCapped(deps.tokenizer, text)),
+    error,
+    requests,
+  };
 }

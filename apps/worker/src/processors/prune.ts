@@ -1,4 +1,4 @@
-import { afterPrune } from '@loopline/core';
+import { afterPrune, idlePruneObsolete } from '@loopline/core';
 import { getSession } from '@loopline/db';
 import { jobIds, PRIORITY, type PruneJob, wakeSession } from '@loopline/queue';
 import type { Job } from 'bullmq';
@@ -29,7 +29,7 @@ export async function processPrune(deps: WorkerDeps, job: Job<PruneJob>, token?:
     const log = lease.log.child({ purpose: job.data.purpose });
     let ctx = await loadContext(deps, tenantId, sessionId);
     if (!ctx) return;
-    if (job.data.purpose === 'idle' && idlePassObsolete(ctx, job.data)) {
+    if (job.data.purpose === 'idle' && idlePruneObsolete(ctx.session, job.data.stepCount)) {
       log.debug(
         { stepCount: ctx.session.stepCount, status: ctx.session.status },
         'session moved on; idle prune skipped',
@@ -51,16 +51,6 @@ export async function processPrune(deps: WorkerDeps, job: Job<PruneJob>, token?:
     if (job.data.purpose === 'idle') await scheduleBackground(deps, ctx, log);
     else await compactIfNeeded(deps, writer, ctx, job.data, log);
   });
-}
-
-/**
- * The idle pass belongs to the idle period it was scheduled for: once a newer turn has run a step
- * (or is under way), pruning here would act in the middle of that turn and write a second ledger
- * row for its step. That turn's own end schedules the next idle pass.
- */
-function idlePassObsolete(ctx: SessionContext, data: PruneJob): boolean {
-  if (data.stepCount === undefined) return false; // enqueued by an older worker
-  return ctx.session.stepCount !== data.stepCount || ctx.session.status !== 'idle';
 }
 
 async function compactIfNeeded(

@@ -121,3 +121,40 @@ export function clipToTokens(text: string, maxTokens: number, tokenizer: Tokeniz
   }
   return text.slice(0, Math.max(0, maxTokens));
 }
+
+/** The structural summary always gets at least this much room (tiktoken), even when nothing fits. */
+export const MIN_STRUCTURAL_TOKENS = 200;
+
+export type LlmRung = 'summary' | 'summary-no-tail';
+
+/**
+ * The LLM rungs of the ladder, in order: the summary with the tail, then without it. A plan whose
+ * fixed part alone reaches the trigger leaves no room for any summary and is dropped before paying
+ * for one (without a tail plan, the no-tail summary is the first rung and is called `summary`).
+ */
+export function llmRungs(plans: Pick<Plans, 'withTail' | 'noTail' | 'trigger'>): Array<{
+  plan: CompactionPlan;
+  rung: LlmRung;
+}> {
+  const { withTail, noTail, trigger } = plans;
+  const rungs: Array<{ plan: CompactionPlan; rung: LlmRung }> = [];
+  if (withTail && withTail.fixed < trigger) rungs.push({ plan: withTail, rung: 'summary' });
+  if (noTail.fixed < trigger) rungs.push({ plan: noTail, rung: withTail ? 'summary-no-tail' : 'summary' });
+  return rungs;
+}
+
+/**
+ * The structural rung's plan and its size cap (tiktoken): the verbatim tail is kept when the
+ * structural text still fits beside it with at least MIN_STRUCTURAL_TOKENS; otherwise everything
+ * is summarised, in the room left or MIN_STRUCTURAL_TOKENS, whichever is larger.
+ */
+export function structuralPlan(plans: Pick<Plans, 'withTail' | 'noTail' | 'trigger' | 'ratio'>): {
+  plan: CompactionPlan;
+  maxTokens: number;
+} {
+  const { withTail, noTail, trigger, ratio } = plans;
+  const room = (plan: CompactionPlan) => Math.floor((trigger - 1 - plan.fixed) / ratio);
+  if (withTail && room(withTail) >= MIN_STRUCTURAL_TOKENS)
+    return { plan: withTail, maxTokens: room(withTail) };
+  return { plan: noTail, maxTokens: Math.max(room(noTail), MIN_STRUCTURAL_TOKENS) };
+}

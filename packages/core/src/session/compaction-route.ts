@@ -73,3 +73,23 @@ export function backgroundSkipReason(input: BackgroundInput): string | undefined
   }
   return undefined;
 }
+
+/**
+ * The idle prune pass belongs to the idle period it was scheduled for (`scheduledAt`: the step
+ * count then; absent from jobs of older workers): once a newer turn has run a step, or is under
+ * way, pruning would act in the middle of that turn and write a second ledger row for its step.
+ * That turn's own end schedules the next idle pass.
+ */
+export function idlePruneObsolete(
+  session: { stepCount: number; status: SessionStatus },
+  scheduledAt: number | undefined,
+): boolean {
+  if (scheduledAt === undefined) return false;
+  return session.stepCount !== scheduledAt || session.status !== 'idle';
+}
+
+/** A background compaction marker an earlier run of the background job left without a summary. */
+export function resumableBackground(messages: WithParts[]): string | undefined {
+  const pending = pendingCompaction(messages);
+  return pending?.part.background ? pending.message.info.id : undefined;
+}
