@@ -2,20 +2,13 @@
 // invalid or unknown tool calls into `tool-call-invalid` (with the raw argument text), and
 // ends at the first finish, error or abort. Stateful per call; never performs I/O.
 
-import { type FinishReason, usageFromSdk } from '@loopline/core';
+import { FinishReason, usageFromSdk } from '@loopline/core';
 import { type LanguageModelUsage, NoSuchToolError, type TextStreamPart, type ToolSet } from 'ai';
 import { classifyError } from './errors.ts';
 import type { LlmEvent } from './events.ts';
 
-const FINISH_REASONS = new Set<FinishReason>([
-  'stop',
-  'length',
-  'content-filter',
-  'tool-calls',
-  'error',
-  'interrupted',
-  'other',
-]);
+// Core's FinishReason is the one list; a reason the SDK adds later reads as `other`.
+const FINISH_REASONS: ReadonlySet<string> = new Set(FinishReason.options);
 
 const errorText = (e: unknown): string =>
   e instanceof Error ? e.message : typeof e === 'string' ? e : JSON.stringify(e);

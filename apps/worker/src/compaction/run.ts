@@ -16,7 +16,7 @@ import { agentLimits, capabilitiesFor, tokenizerFamily } from '@loopline/llm';
 import { wakeSession } from '@loopline/queue';
 import { sessionAttributes, withSpan } from '@loopline/telemetry';
 import type { Logger } from 'pino';
-import { isUserAbort } from '../control/abort.ts';
+import { isUserAbort } from '../abort-reason.ts';
 import type { WorkerDeps } from '../deps.ts';
 import { loadContext, type SessionContext, sessionRatio } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
