@@ -11,3 +11,4 @@ export { lockScripts } from './scripts.ts';
 export * from './semaphore.ts';
 export * from './token-budget.ts';
 export * from './wake.ts';
+export * from './webhook-events.ts';
