@@ -149,7 +149,7 @@ const sampler = setInterval(() => {
 // a minute passed): how many calls one worker holds at once, and its memory then, whatever the
 // speed of this machine.
 const hold = env.INFLIGHT_HOLD === '1';
-if (hold) mock.hold();
+if (hold) mock.holdAll();
 // One message per session through the gateway, 32 requests at a time.
 let next = 0;
 await Promise.all(
@@ -186,7 +186,7 @@ if (hold) {
     `  then: V8 heap used ${mib('nodejs_heap_size_used_bytes')} of ${mib('nodejs_heap_size_total_bytes')}, ` +
       `external ${mib('nodejs_external_memory_bytes')}`,
   );
-  mock.release();
+  mock.releaseAll();
 }
 
 const deadline = Date.now() + Math.max(120_000, SESSIONS * CALL_MS * 2);

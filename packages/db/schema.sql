@@ -64,6 +64,7 @@ create table batches (
   updated_at timestamp with time zone not null default now(),
   cancelled_at timestamp with time zone,
   completed_at timestamp with time zone,
+  traceparent text,
   constraint batches_pkey PRIMARY KEY (id),
   constraint batches_status_check CHECK ((status = ANY (ARRAY['running'::text, 'completed'::text, 'cancelled'::text]))),
   constraint batches_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id)
@@ -116,6 +117,7 @@ create table messages (
   reverted boolean not null default false,
   created_at timestamp with time zone not null default now(),
   updated_at timestamp with time zone not null default now(),
+  rev bigint not null default 0,
   constraint messages_pkey PRIMARY KEY (id),
   constraint messages_role_check CHECK ((role = ANY (ARRAY['user'::text, 'assistant'::text]))),
   constraint messages_session_id_fkey FOREIGN KEY (session_id) REFERENCES sessions(id)
@@ -132,6 +134,7 @@ create table parts (
   tokens integer not null default 0,
   created_at timestamp with time zone not null default now(),
   updated_at timestamp with time zone not null default now(),
+  rev bigint not null default 0,
   constraint parts_message_id_fkey FOREIGN KEY (message_id) REFERENCES messages(id),
   constraint parts_pkey PRIMARY KEY (id)
 );
@@ -160,6 +163,7 @@ create table sessions (
   kind text not null default 'interactive'::text,
   abort_requested_seq bigint,
   token_ratio_weight double precision,
+  traceparent text,
   constraint sessions_kind_check CHECK ((kind = ANY (ARRAY['interactive'::text, 'batch'::text]))),
   constraint sessions_parent_session_id_fkey FOREIGN KEY (parent_session_id) REFERENCES sessions(id),
   constraint sessions_pkey PRIMARY KEY (id),
@@ -236,6 +240,8 @@ create table webhook_deliveries (
   created_at timestamp with time zone not null default now(),
   updated_at timestamp with time zone not null default now(),
   delivered_at timestamp with time zone,
+  job_id text,
+  traceparent text,
   constraint webhook_deliveries_pkey PRIMARY KEY (id),
   constraint webhook_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text]))),
   constraint webhook_deliveries_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id)
@@ -268,9 +274,11 @@ CREATE UNIQUE INDEX compactions_pkey ON public.compactions USING btree (id);
 CREATE INDEX compactions_session_idx ON public.compactions USING btree (session_id, started_at);
 CREATE UNIQUE INDEX idempotency_pk ON public.idempotency_keys USING btree (tenant_id, session_id, key);
 CREATE UNIQUE INDEX messages_pkey ON public.messages USING btree (id);
+CREATE INDEX messages_session_rev_idx ON public.messages USING btree (session_id, rev);
 CREATE UNIQUE INDEX messages_session_seq_idx ON public.messages USING btree (session_id, seq);
 CREATE INDEX parts_message_idx ON public.parts USING btree (message_id, seq);
 CREATE UNIQUE INDEX parts_pkey ON public.parts USING btree (id);
+CREATE INDEX parts_session_rev_idx ON public.parts USING btree (session_id, rev);
 CREATE INDEX sessions_active_updated_at_idx ON public.sessions USING btree (updated_at, id) WHERE (status = ANY (ARRAY['queued'::text, 'running'::text, 'compacting'::text]));
 CREATE INDEX sessions_parent_idx ON public.sessions USING btree (parent_session_id) WHERE (parent_session_id IS NOT NULL);
 CREATE UNIQUE INDEX sessions_pkey ON public.sessions USING btree (id);
@@ -285,5 +293,6 @@ CREATE INDEX tool_outputs_session_idx ON public.tool_outputs USING btree (sessio
 CREATE UNIQUE INDEX tools_pk ON public.tools USING btree (tenant_id, name);
 CREATE UNIQUE INDEX webhook_deliveries_event_idx ON public.webhook_deliveries USING btree (tenant_id, subscription, event_id);
 CREATE INDEX webhook_deliveries_list_idx ON public.webhook_deliveries USING btree (tenant_id, subscription, created_at);
+CREATE INDEX webhook_deliveries_pending_idx ON public.webhook_deliveries USING btree (updated_at) WHERE (status = 'pending'::text);
 CREATE UNIQUE INDEX webhook_deliveries_pkey ON public.webhook_deliveries USING btree (id);
 CREATE UNIQUE INDEX webhook_subscriptions_pk ON public.webhook_subscriptions USING btree (tenant_id, name);

@@ -45,7 +45,7 @@ describe('steps in flight', () => {
       const ids = await Promise.all(Array.from({ length: 20 }, () => client.session('many')));
       for (const sessionId of ids) sessions.push({ tenantId: client.tenantId, sessionId, accepted: [] });
     }
-    stack.mock.hold();
+    stack.mock.holdAll();
     await Promise.all(
       sessions.map(async (s) => {
         s.accepted.push((await client.send(s.sessionId, 'Please check.')).message.info.id);
@@ -55,7 +55,7 @@ describe('steps in flight', () => {
     // lease (all renewed by the process's one renewal timer) and no PostgreSQL connection.
     await until(`${SESSIONS} model calls open at once`, () => stack.mock.inFlight >= SESSIONS, 50_000, 50);
     expect(heldLeases(stack.deps.redis)).toBe(SESSIONS);
-    stack.mock.release();
+    stack.mock.releaseAll();
 
     await until(
       'every turn finished',

@@ -5,13 +5,24 @@ import {
   listStalledSessions,
   listStalledWaitingSessions,
   loadHistory,
+  type PendingDelivery,
   type SessionInfo,
   type StalledSession,
 } from '@loopline/db';
-import { addBatchFlow, controlJobIds, JOBS, jobIds, type ReconcileJob, type StepJob } from '@loopline/queue';
+import {
+  addBatchFlow,
+  JOBS,
+  jobIds,
+  type ReconcileJob,
+  type StepJob,
+  WAKE,
+  wakeSession,
+} from '@loopline/queue';
+import { continueTrace, sessionAttributes } from '@loopline/telemetry';
 import type { Job, JobType } from 'bullmq';
 import type { WorkerDeps } from './deps.ts';
 import { sessionPriority } from './fairness/options.ts';
+import { DELIVERY_GRACE_MS, healWebhookDeliveries } from './webhooks/outbox.ts';
 
 // The reconciler: the safety net for sessions that say work is due but that nothing will ever
 // move again. A Redis restart without persistence loses every BullMQ job and session lock, and a
@@ -43,6 +54,15 @@ import { sessionPriority } from './fairness/options.ts';
 // batch's unfinished items (deterministic ids; an item job re-derives everything from PostgreSQL:
 // one whose session already answered finishes the item, processors/batch-item.ts), and with none
 // left only the parent, which completes the batch.
+//
+// Event webhooks: a delivery is recorded `pending` in the transaction of its event and its job
+// added after the commit (webhooks/outbox.ts). A pending delivery untouched for a short grace
+// whose job Redis does not have (a crash between commit and add, a Redis loss) gets its job
+// again, under the same id; the receiver dedupes on the event id, so at-least-once holds.
+//
+// Tracing: what the reconciler re-adds continues the trace it belongs to (the session's last
+// fenced write, the batch's creating request, the delivery's recording write: each row keeps its
+// traceparent while tracing is on), in a `reconcile …` span linked to the pass that found it.
 //
 // Why this is safe: a job carries ids only and re-derives everything from the log under the
 // session lock and a new fence (a spurious wake finds the loop going or done and joins or exits,
@@ -79,8 +99,9 @@ export function reconcileOptions(intervalMs: number, afterMs: number, lockTtlMs:
   return { intervalMs, afterMs: Math.max(1, afterMs > 0 ? afterMs : 2 * lockTtlMs) };
 }
 
-/** The reconciler's job id for a session at a fence (ids never contain ':'). */
-export const reconcileJobId = (sessionId: string, fence: number) => `reconcile-${sessionId}-f${fence}`;
+/** The reconciler's job id for a session at a fence, on the step or the compact queue (the wake catalogue's). */
+export const reconcileJobId = (sessionId: string, fence: number) =>
+  WAKE.reconcile.jobId({ sessionId, fence });
 
 /**
  * The session a loop job is for, from its id: every id of the catalog names its session first
@@ -110,14 +131,29 @@ export interface ReconcileResult {
   }>;
   /** Running batches whose flow Redis had lost, re-added (their active item count). */
   batches: Array<{ tenantId: string; batchId: string; items: number }>;
+  /** Pending webhook deliveries whose job was lost, re-added (webhooks/outbox.ts). */
+  deliveries: PendingDelivery[];
 }
 
 /** One reconciler pass (the scheduler's job; tests call it directly). */
 export async function reconcileOnce(
   deps: WorkerDeps,
-  opts: { afterMs: number; limit?: number },
+  opts: {
+    afterMs: number;
+    limit?: number;
+    /** How long a pending delivery may go untouched before its job is checked; default min(afterMs, 10 s). */
+    deliveryGraceMs?: number;
+  },
 ): Promise<ReconcileResult> {
-  const result: ReconcileResult = { candidates: 0, locked: 0, pending: 0, moved: 0, woken: [], batches: [] };
+  const result: ReconcileResult = {
+    candidates: 0,
+    locked: 0,
+    pending: 0,
+    moved: 0,
+    woken: [],
+    batches: [],
+    deliveries: [],
+  };
   const limit = opts.limit !== undefined ? { limit: opts.limit } : {};
   const stalled = [
     ...(await listStalledSessions(deps.db, {
@@ -129,6 +165,10 @@ export async function reconcileOnce(
   ];
   result.candidates = stalled.length;
   result.batches = await reconcileBatches(deps, opts.afterMs);
+  result.deliveries = await healWebhookDeliveries(deps, {
+    graceMs: opts.deliveryGraceMs ?? Math.min(opts.afterMs, DELIVERY_GRACE_MS),
+    ...limit,
+  });
   if (stalled.length === 0) return result;
 
   // Locks first, then jobs: a runner takes the lock before its job leaves the active list, and
@@ -156,7 +196,13 @@ export async function reconcileOnce(
       continue;
     }
     try {
-      const woken = await wakeStalled(deps, s);
+      // The wake continues the session's own trace (its last fenced write's), linked to this pass.
+      const woken = await continueTrace(
+        'reconcile wake',
+        s.traceparent ?? undefined,
+        { ...sessionAttributes(s), 'loopline.session.status': s.status },
+        () => wakeStalled(deps, s),
+      );
       if (woken) result.woken.push(woken);
       else result.moved++;
     } catch (err) {
@@ -198,7 +244,7 @@ async function wakeStalled(
     }
   }
   if (queue === 'step')
-    await deps.queues.add('step', jobId, { tenantId, sessionId, reason: 'resume' }, { priority });
+    await wakeSession(deps.queues, 'reconcile', { sessionId, fence: s.fence }, { tenantId, kind: now.kind });
   deps.logger.warn(
     { tenantId, sessionId, status: now.status, fence: s.fence, jobId, queue: JOBS[queue].queue },
     'reconciler re-woke a stalled session',
@@ -216,7 +262,6 @@ async function wakeWaiting(
   session: SessionInfo,
 ): Promise<ReconcileResult['woken'][number] | undefined> {
   const { tenantId, id: sessionId } = session;
-  const priority = sessionPriority(session);
   const base = { tenantId, sessionId, status: session.status, queue: 'step' as const };
   const log = (woken: ReconcileResult['woken'][number]) => {
     deps.logger.warn(
@@ -225,7 +270,8 @@ async function wakeWaiting(
     );
     return woken;
   };
-  let due: StepJob['reason'] | undefined = session.abortRequestedSeq !== null ? 'abort' : undefined;
+  let due: 'abort' | 'tool-timeout' | 'child-done' | undefined =
+    session.abortRequestedSeq !== null ? 'abort' : undefined;
   const ahead: Array<{ callId: string; deadline: number }> = [];
   if (!due) {
     const history = await loadHistory(deps.db, tenantId, sessionId, { fromSeq: session.boundarySeq });
@@ -241,20 +287,24 @@ async function wakeWaiting(
   if (due) {
     // Per fence, like every reconciler wake: the deterministic ids of the original jobs
     // (timeout-…, child-…) may be kept by BullMQ as completed, and adding them again would be a no-op.
-    const jobId = reconcileJobId(sessionId, session.fence);
-    await deps.queues.add('step', jobId, { tenantId, sessionId, reason: due }, { priority });
+    const args = { sessionId, fence: session.fence };
+    const jobId = await wakeSession(deps.queues, 'reconcile', args, {
+      tenantId,
+      kind: session.kind,
+      reason: due,
+    });
     return log({ ...base, jobId, reason: due });
   }
   if (ahead.length === 0) return undefined;
   let jobId = '';
   for (const call of ahead) {
     // Its own id (the one enterWait uses): a no-op when the job is there.
-    jobId = controlJobIds.toolTimeout(sessionId, call.callId);
-    await deps.queues.add(
-      'step',
-      jobId,
-      { tenantId, sessionId, reason: 'tool-timeout' },
-      { delay: Math.max(0, call.deadline - Date.now()), priority },
+    const delayMs = Math.max(0, call.deadline - Date.now());
+    jobId = await wakeSession(
+      deps.queues,
+      'tool-timeout',
+      { sessionId, callId: call.callId },
+      { tenantId, delayMs },
     );
   }
   return log({ ...base, jobId, reason: 'tool-timeout', delayed: true });
@@ -279,7 +329,9 @@ async function reconcileBatches(deps: WorkerDeps, afterMs: number): Promise<Reco
     try {
       const state = await deps.queues.batch.getJobState(jobIds.batch(batch.batchId));
       if (state !== 'unknown') continue;
-      await addBatchFlow(deps.queues, batch);
+      await continueTrace('reconcile batch', batch.traceparent, { 'loopline.batch.id': batch.batchId }, () =>
+        addBatchFlow(deps.queues, batch),
+      );
       out.push({ tenantId: batch.tenantId, batchId: batch.batchId, items: batch.items.length });
       deps.logger.warn(
         { tenantId: batch.tenantId, batchId: batch.batchId, items: batch.items.length },
@@ -305,7 +357,7 @@ export async function processReconcile(deps: WorkerDeps, job: Job<ReconcileJob>)
     deps.logger.warn({ err, jobId: job.id }, 'reconciler pass failed');
     return;
   }
-  if (result.candidates > 0 || result.batches.length > 0)
+  if (result.candidates > 0 || result.batches.length > 0 || result.deliveries.length > 0)
     deps.logger.info(
       {
         jobId: job.id,
@@ -315,6 +367,7 @@ export async function processReconcile(deps: WorkerDeps, job: Job<ReconcileJob>)
         moved: result.moved,
         woken: result.woken.length,
         batches: result.batches.length,
+        deliveries: result.deliveries.length,
       },
       'reconciler pass',
     );

@@ -11,5 +11,6 @@ let registered = false;
 export function enableModelTracing(): void {
   if (registered) return;
   registered = true;
-  registerTelemetry(new OpenTelemetry());
+  // Agent spans named by purpose (`invoke_agent step`, `… title`, `… summary`), not by model id.
+  registerTelemetry(new OpenTelemetry({ agentSpanName: 'functionId' }));
 }

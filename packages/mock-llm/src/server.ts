@@ -61,6 +61,16 @@ export interface MockLlmOptions {
   tokenMemo?: boolean;
 }
 
+/** A request held open by `MockLlm.hold()`: recorded, but not answered until released. */
+export interface HeldCall {
+  /** Resolves with the recorded call once a matching request arrives and is held. */
+  reached: Promise<RecordedCall>;
+  /** True once a request is held (what `reached` resolves on), for polling. */
+  readonly isReached: boolean;
+  /** Lets the held request answer (idempotent; before `reached`, the request is not held at all). */
+  release(): void;
+}
+
 export interface MockLlm {
   /** Base URL ending in /v1, for `createOpenAI({ baseURL })`. */
   url: string;
@@ -74,13 +84,30 @@ export interface MockLlm {
   ruleCounts(): Record<number, number>;
   /** Clears calls, rule counters and the prompt cache (and the in-flight peak). */
   reset(): void;
+  /**
+   * Holds the next request that `match` accepts (default: the next request) before any byte of
+   * its response, until `release()`: a racepoint for tests that need something to happen while a
+   * model call is in flight. Pending holds are released on close().
+   */
+  hold(match?: (call: RecordedCall) => boolean): HeldCall;
   /** Model requests being answered right now (from the request to the end of its response). */
   readonly inFlight: number;
   /** The most requests answered at once since start or the last reset(). */
   readonly maxInFlight: number;
-  /** Model requests wait, unanswered, until release() (a test that needs many calls open at once). */
-  hold(): void;
-  /** Answers the held requests and stops holding. */
+  /**
+   * Every model request waits, unanswered, until releaseAll(): a test or measurement that needs
+   * many calls open at once (scripts/inflight.ts, test/e2e/inflight.test.ts).
+   */
+  holdAll(): void;
+  /** Answers the requests holdAll() held and stops holding. */
+  releaseAll(): void;
+}
+
+interface Hold {
+  match: (call: RecordedCall) => boolean;
+  taken: boolean;
+  reached(call: RecordedCall): void;
+  released: Promise<void>;
   release(): void;
 }
 
@@ -91,10 +118,11 @@ interface State {
   calls: RecordedCall[];
   seq: number;
   tokenMemo: boolean;
+  holds: Hold[];
   inFlight: number;
   maxInFlight: number;
-  /** Set by hold(): requests wait for it before they are answered. */
-  held?: { promise: Promise<void>; release(): void };
+  /** Set by holdAll(): every request waits for it before it is answered. */
+  heldAll?: { promise: Promise<void>; release(): void };
 }
 
 function meta(conv: Conversation, seq: number): WireMeta {
@@ -208,12 +236,12 @@ function buildMockApp(state: State, logger: boolean) {
   const app = Fastify({ logger, bodyLimit: 256 * 1024 * 1024, forceCloseConnections: true });
 
   const handle = (endpoint: Endpoint) => async (request: FastifyRequest, reply: FastifyReply) => {
-    // In flight until the response is finished or its socket goes (a test of how many calls a
-    // worker keeps open at once reads the peak).
+    // In flight until the response is finished or its socket goes (how many calls a worker keeps
+    // open at once is read from the peak).
     state.inFlight++;
     state.maxInFlight = Math.max(state.maxInFlight, state.inFlight);
     reply.raw.once('close', () => state.inFlight--);
-    if (state.held) await state.held.promise;
+    if (state.heldAll) await state.heldAll.promise;
     let conv: Conversation;
     try {
       conv = endpoint === 'chat' ? fromChatBody(request.body) : fromResponsesBody(request.body);
@@ -227,6 +255,12 @@ function buildMockApp(state: State, logger: boolean) {
     const { plan, call, latencyMs } = decide(state, conv);
     call.body = request.body;
     state.calls.push(call);
+    const hold = state.holds.find((h) => !h.taken && h.match(call));
+    if (hold) {
+      hold.taken = true;
+      hold.reached(call);
+      await hold.released;
+    }
     if (plan.kind === 'error') return sendError(reply, plan);
     if (plan.kind === 'raw-stream') {
       // HTTP 200 with an error inside the stream (llama.cpp).
@@ -258,6 +292,7 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
     calls: [],
     seq: 0,
     tokenMemo: opts.tokenMemo ?? false,
+    holds: [],
     inFlight: 0,
     maxInFlight: 0,
   };
@@ -273,8 +308,9 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
     url: `http://${urlHost}:${port}/v1`,
     port,
     close: async () => {
-      state.held?.release();
-      state.held = undefined;
+      for (const h of state.holds.splice(0)) h.release();
+      state.heldAll?.release();
+      state.heldAll = undefined;
       await app.close();
     },
     setScenario(scenario) {
@@ -295,15 +331,43 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
     get maxInFlight() {
       return state.maxInFlight;
     },
-    hold() {
-      if (state.held) return;
+    holdAll() {
+      if (state.heldAll) return;
       const { promise, resolve } = Promise.withResolvers<void>();
-      state.held = { promise, release: resolve };
+      state.heldAll = { promise, release: resolve };
     },
-    release() {
-      const held = state.held;
-      state.held = undefined;
+    releaseAll() {
+      const held = state.heldAll;
+      state.heldAll = undefined;
       held?.release();
+    },
+    hold(match = () => true) {
+      let reached!: (call: RecordedCall) => void;
+      let release!: () => void;
+      const reachedPromise = new Promise<RecordedCall>((resolve) => {
+        reached = resolve;
+      });
+      const hold: Hold = {
+        match,
+        taken: false,
+        reached,
+        released: new Promise<void>((resolve) => {
+          release = resolve;
+        }),
+        release: () => {
+          const i = state.holds.indexOf(hold);
+          if (i >= 0) state.holds.splice(i, 1);
+          release();
+        },
+      };
+      state.holds.push(hold);
+      return {
+        reached: reachedPromise,
+        get isReached() {
+          return hold.taken;
+        },
+        release: hold.release,
+      };
     },
   };
 }

@@ -21,16 +21,16 @@ import {
 } from '@loopline/db';
 import {
   type AbortSubscription,
-  controlJobIds,
   duplicateRedis,
   jobIds,
-  PRIORITY,
   publishAbort,
   subscribeAborts,
+  wakeSession,
 } from '@loopline/queue';
 import type { Logger } from 'pino';
 import { SESSION_ABORT_REASON } from '../abort-reason.ts';
 import type { WorkerDeps } from '../deps.ts';
+import { runStopped } from '../fairness/loop-stopped.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { interruptTool } from '../step/recover.ts';
 import { notifyParent } from './notify.ts';
@@ -121,12 +121,7 @@ export async function requestSessionAbort(
       const request = await recordAbortRequest(deps.db, tenantId, sessionId);
       if (!request?.recorded) continue;
       recorded.push(sessionId);
-      await deps.queues.add(
-        'step',
-        controlJobIds.abort(sessionId, request.session.lastSeq),
-        { tenantId, sessionId, reason: 'abort' },
-        { priority: PRIORITY.interactive },
-      );
+      await wakeSession(deps.queues, 'abort', { sessionId, abortSeq: request.session.lastSeq }, { tenantId });
     } catch (err) {
       // The parent's part is interrupted already; a child left running only costs tokens.
       log.warn({ err, childSessionId: sessionId }, 'could not abort a child session');
@@ -222,6 +217,7 @@ export async function endAbortedTurn(
   log.info({ superseded: done.superseded, children: done.children.length }, 'turn aborted');
   if (done.children.length > 0) await requestSessionAbort(deps, tenantId, done.children, log);
   if (done.superseded) return 'continue';
+  await runStopped(deps, writer.ctx);
   await deps.queues.add('prune', jobIds.prune(sessionId, done.session.stepCount, 'idle'), {
     tenantId,
     sessionId,
