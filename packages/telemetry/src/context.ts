@@ -6,7 +6,7 @@ import {
   propagation,
   ROOT_CONTEXT,
   type Span,
-  type SpanKind,
+  SpanKind,
   SpanStatusCode,
   type Tracer,
   trace,
@@ -86,4 +86,22 @@ export async function withSpan<T>(
   } finally {
     span.end();
   }
+}
+
+/**
+ * A client span (a child of the active one) that the caller ends with `endClientSpan`, for work
+ * that outlives one callback, such as a streamed model call consumed event by event. Undefined
+ * when tracing is off, so a hot path pays one boolean check.
+ */
+export function startClientSpan(name: string, attributes: Attributes): Span | undefined {
+  if (!active) return undefined;
+  return tracer().startSpan(name, { kind: SpanKind.CLIENT, attributes }, context.active());
+}
+
+/** Ends a span of `startClientSpan`: its final attributes, and its error when it failed. */
+export function endClientSpan(span: Span | undefined, attributes: Attributes, error?: string): void {
+  if (!span) return;
+  span.setAttributes(attributes);
+  if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: error });
+  span.end();
 }

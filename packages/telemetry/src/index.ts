@@ -1,8 +1,10 @@
 export {
   contextFromTraceparent,
   currentTraceparent,
+  endClientSpan,
   markTracingActive,
   sessionAttributes,
+  startClientSpan,
   tracer,
   tracingActive,
   withSpan,
