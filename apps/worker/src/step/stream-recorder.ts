@@ -50,6 +50,12 @@ export class StreamRecorder {
   private lastFlush = Date.now();
   /** Deferred mode: a part.updated of a block start, sent with the block's first delta. */
   private pendingEvents: SessionEvent[] = [];
+  /**
+   * Events of a write the caller already committed (the step's start), held back to go out with
+   * the first publish of the stream, or with the caller's next write (`takeHeld`): one publish
+   * less per step. Never superseded, never dropped.
+   */
+  private held: SessionEvent[] = [];
   private readonly writer: SessionWriter;
   private readonly messageId: string;
   private readonly tokenizer: Tokenizer;
@@ -98,7 +104,8 @@ export class StreamRecorder {
     const part = entry.part as Streaming;
     entry.part = { ...part, text: part.text + text };
     entry.dirty = true;
-    const events = this.pendingEvents;
+    const events = this.held.length > 0 ? [...this.held, ...this.pendingEvents] : this.pendingEvents;
+    this.held = [];
     this.pendingEvents = [];
     events.push({
       type: 'part.delta',
@@ -126,6 +133,18 @@ export class StreamRecorder {
     entry.dirty = false;
   }
 
+  /** Holds committed events back for the stream's first publish or the caller's next write. */
+  hold(events: SessionEvent[]): void {
+    this.held.push(...events);
+  }
+
+  /** The held events not published yet (the caller emits them first in its next write). */
+  takeHeld(): SessionEvent[] {
+    const out = this.held;
+    this.held = [];
+    return out;
+  }
+
   /** Ends every block still open (a stream that stopped without its end events). */
   async endAll(): Promise<void> {
     for (const id of [...this.open.keys()]) await this.end(id);
@@ -146,6 +165,21 @@ export class StreamRecorder {
     for (const part of updates) await updatePart(trx, tenantId, part);
     await insertParts(trx, tenantId, inserts);
     for (const part of emitted) emit({ type: 'part.updated', part });
+  }
+
+  /**
+   * Deferred mode: the calls `running` picks become running (time.start = now) in memory only,
+   * not written; the next persist or collect writes them as they are then.
+   */
+  markRunning(running: (call: ToolPart) => boolean): void {
+    const now = Date.now();
+    for (const entry of this.entries) {
+      const part = entry.part;
+      if (part.type !== 'tool' || part.state.status !== 'pending' || !running(part)) continue;
+      entry.part = { ...part, state: { status: 'running', input: part.state.input, time: { start: now } } };
+      entry.dirty = true;
+    }
+    this.tools = this.entries.flatMap((e) => (e.part.type === 'tool' ? [e.part] : []));
   }
 
   /**
@@ -188,6 +222,7 @@ export class StreamRecorder {
       // Everything so far (in stream order, so a later insert cannot overtake an earlier part).
       if (!this.unwritten) return;
       await this.writer.write(async (trx, emit) => {
+        for (const e of this.takeHeld()) emit(e);
         await this.persist(trx, emit);
       });
       return;
