@@ -128,6 +128,7 @@ export async function callModel(
   try {
     return await callAfterStart(deps, writer, input, { assistant, stepId, recorder });
   } finally {
+    await recorder.drain();
     const held = recorder.takeHeld();
     if (held.length > 0) await writer.publish(held);
   }

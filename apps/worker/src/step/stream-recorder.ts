@@ -56,6 +56,14 @@ export class StreamRecorder {
    * less per step. Never superseded, never dropped.
    */
   private held: SessionEvent[] = [];
+  /**
+   * Deltas not published yet. The stream does not wait for Redis: one publish is in flight at a
+   * time, and the deltas that arrive meanwhile go out together with the next one (fewer publishes
+   * when the stream is faster than Redis, none of the stream's time spent on its round trips).
+   * Every write of the recorder, and `endAll`, waits for them first, so events keep their order.
+   */
+  private outbox: SessionEvent[] = [];
+  private sending: Promise<void> | undefined;
   private readonly writer: SessionWriter;
   private readonly messageId: string;
   private readonly tokenizer: Tokenizer;
@@ -90,6 +98,7 @@ export class StreamRecorder {
       this.pendingEvents.push({ type: 'part.updated', part });
       return;
     }
+    await this.drain();
     await this.writer.write(async (trx, emit) => {
       await insertPart(trx, this.writer.ctx.tenantId, part);
       emit({ type: 'part.updated', part });
@@ -114,8 +123,23 @@ export class StreamRecorder {
       field: part.type === 'text' ? 'text' : 'reasoning',
       delta: text,
     });
-    await this.writer.publish(events);
+    this.outbox.push(...events);
+    this.sending ??= this.pump();
     if (Date.now() - this.lastFlush >= FLUSH_MS) await this.flush();
+  }
+
+  private async pump(): Promise<void> {
+    while (this.outbox.length > 0) {
+      const batch = this.outbox;
+      this.outbox = [];
+      await this.writer.publish(batch); // never throws: a lost event is logged (SessionWriter)
+    }
+    this.sending = undefined;
+  }
+
+  /** Waits until every delta so far is published. */
+  async drain(): Promise<void> {
+    while (this.sending) await this.sending;
   }
 
   async end(streamId: string): Promise<void> {
@@ -126,6 +150,7 @@ export class StreamRecorder {
     entry.dirty = true;
     if (this.defer) return;
     const part = entry.part;
+    await this.drain();
     await this.writer.write(async (trx, emit) => {
       await updatePart(trx, this.writer.ctx.tenantId, part);
       emit({ type: 'part.updated', part });
@@ -145,9 +170,10 @@ export class StreamRecorder {
     return out;
   }
 
-  /** Ends every block still open (a stream that stopped without its end events). */
+  /** Ends every block still open (a stream that stopped without its end events); deltas published. */
   async endAll(): Promise<void> {
     for (const id of [...this.open.keys()]) await this.end(id);
+    await this.drain();
   }
 
   /** Deferred mode: true when some part is not in PostgreSQL as it is now. */
@@ -218,6 +244,7 @@ export class StreamRecorder {
 
   private async flush(): Promise<void> {
     this.lastFlush = Date.now();
+    await this.drain();
     if (this.defer) {
       // Everything so far (in stream order, so a later insert cannot overtake an earlier part).
       if (!this.unwritten) return;
@@ -253,6 +280,7 @@ export class StreamRecorder {
     this.entries.push(entry);
     this.tools.push(part);
     if (this.defer) return;
+    await this.drain();
     await this.writer.write(async (trx, emit) => {
       await insertPart(trx, this.writer.ctx.tenantId, part);
       emit({ type: 'part.updated', part });
