@@ -42,13 +42,16 @@ import { attachmentBytes } from './attachments.ts';
 import { overheadOf, type RequestShape } from './request.ts';
 import { StreamRecorder } from './stream-recorder.ts';
 
-// One model call in (at most) three fenced transactions: the assistant message, its step-start
-// and the ledger row first; the stream's parts after the stream, only when tools must run (the
-// runnable calls inserted as running, so they are running in PostgreSQL before they execute; a
-// stream longer than a second is also flushed meanwhile: stream-recorder.ts); then the finish
-// with the last tool result, the parts not written yet, the step-finish, the message's usage,
-// the ledger row and the session's usage/ratio. Provider errors end the message with a typed
-// error; the caller decides whether to retry later, compact, or stop.
+// One model call in (at most) three fenced statements: the assistant message, its step-start
+// and the ledger row first (the crash marker: a runner that dies after it leaves an unfinished
+// message, closed as interrupted); the stream's parts after the stream, only when tools with
+// effects must run (the runnable calls inserted as running, so they are running in PostgreSQL
+// before they execute; a lone read_output call skips it; a stream longer than a second is also
+// flushed meanwhile: stream-recorder.ts); then the finish with the last tool result, the parts
+// not written yet, the step-finish, the message's usage, the ledger row and the session's
+// usage/ratio. The start's events go out with the first delta or the next write (one publish).
+// Provider errors end the message with a typed error; the caller decides whether to retry
+// later, compact, or stop.
 
 export type CallOutcome =
   // usage: as reported; the tenant token budget counts it. finish and tools: for the step's log line.
