@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: bootstraps Node 24 + pnpm, starts Redis/PostgreSQL if they are not
-# reachable, installs dependencies, then typechecks, lints and runs every test.
+# reachable, installs dependencies, then typechecks, lints, checks the import rules and runs every test.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . scripts/toolchain.sh
@@ -15,6 +15,9 @@ fi
 pnpm install --frozen-lockfile --reporter=silent
 echo "== typecheck"; pnpm -s typecheck
 echo "== lint"; pnpm -s lint
+# Import rules (.dependency-cruiser.mjs): no cycles, type-only ones included; core imports nothing
+# of ours; apps never import each other; packages never import apps.
+echo "== dependency rules"; pnpm -s deps
 # A full run (no file or folder named) enforces the coverage gates; a subset cannot meet a global
 # threshold, so `./scripts/test.sh test/e2e` runs its files without coverage. Options alone
 # (`--bail=1`, `--reporter=verbose`) keep it a full run; give an option's value with `=`.

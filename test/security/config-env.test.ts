@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { ConfigError, parseDurationMs } from '@loopline/core';
 import { describe, expect, it } from 'vitest';
 import { demoConfigFromEnv } from '../../apps/cli/src/config.ts';
-import { README, readmeEnvTable, renderEnvTable } from '../../apps/cli/src/env-table.ts';
 import { gatewayConfigFromEnv } from '../../apps/gateway/src/config.ts';
 import { workerConfigFromEnv } from '../../apps/worker/src/config.ts';
+import { README, readmeEnvTable, renderEnvTable } from '../../scripts/env-table.ts';
 
 // Environment variables are parsed once per process by one zod schema: explicit units (`15s` is
 // 15,000 ms, never 15 ms), a clear error naming the variable and a non-zero exit on a bad value
@@ -153,7 +153,7 @@ describe('every variable is checked', () => {
 });
 
 describe('README configuration table', () => {
-  it('is exactly the table rendered from the schemas (node apps/cli/src/env-table.ts --write)', () => {
+  it('is exactly the table rendered from the schemas (node scripts/env-table.ts --write)', () => {
     const table = readmeEnvTable(readFileSync(README, 'utf8'));
     expect(table, 'README.md has no env-table markers').toBeDefined();
     expect(table).toBe(renderEnvTable());

@@ -1,21 +1,17 @@
-import { redactUrl, type Tokenizer } from '@loopline/core';
-import { createTokenizer } from '@loopline/llm';
+import { redactUrl } from '@loopline/core';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { GatewayDeps } from './deps.ts';
 import { inspectorPlugin } from './inspector/index.ts';
 import { sessionStreams } from './lib/streams.ts';
+import { createGatewayMetrics } from './metrics.ts';
 import { operatorAuth, sameSecret, tenantAuth } from './plugins/auth.ts';
 import { bullBoardPlugin } from './plugins/bull-board.ts';
 import { registerCors } from './plugins/cors.ts';
+import { decorateDeps } from './plugins/deps.ts';
 import { installErrorHandling, sendProblem, toProblem } from './plugins/errors.ts';
 import { withRedaction } from './plugins/log-redaction.ts';
-import {
-  createGatewayMetrics,
-  type GatewayMetrics,
-  installRequestMetrics,
-  metricsRoutes,
-} from './plugins/metrics.ts';
+import { installRequestMetrics, metricsRoutes } from './plugins/metrics.ts';
 import { registerOpenApi } from './plugins/openapi.ts';
 import { operatorLoginRoutes } from './plugins/operator-session.ts';
 import { registerRateLimit } from './plugins/rate-limit.ts';
@@ -42,16 +38,7 @@ import { webhookRoutes } from './routes/webhooks.ts';
 //
 // Layout: root (errors, OpenAPI, health) → /v1/admin (operator token) → /v1 (tenant API key)
 // → /admin/queues (Bull Board, operator token or cookie). Each route file is an encapsulated
-// plugin; `deps` and `request.tenant` are the only decorators.
-
-/** deps with the tokenizer resolved (o200k_base tiktoken unless one was injected) and the metrics. */
-export type AppDeps = GatewayDeps & { tokenizer: Tokenizer; metrics: GatewayMetrics };
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    deps: AppDeps;
-  }
-}
+// plugin; `deps` (plugins/deps.ts) and `request.tenant` (plugins/auth.ts) are the only decorators.
 
 export const BODY_LIMIT = 2 * 1024 * 1024;
 export const BULL_BOARD_PATH = '/admin/queues';
@@ -79,7 +66,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   const metrics = deps.metrics ?? createGatewayMetrics({ tenantLabels: deps.metricsTenantLabels === true });
-  app.decorate('deps', { ...deps, tokenizer: deps.tokenizer ?? createTokenizer('o200k_base'), metrics });
+  decorateDeps(app, deps, metrics); // app.deps (plugins/deps.ts)
   app.decorateRequest('tenant', null);
 
   installRequestIdEcho(app);

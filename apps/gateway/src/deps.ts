@@ -4,7 +4,7 @@ import type { EgressPolicies, SecretBox } from '@loopline/egress';
 import type { Providers } from '@loopline/llm';
 import type { KeySpace, Queues, RedisClient } from '@loopline/queue';
 import type { FastifyServerOptions } from 'fastify';
-import type { GatewayMetrics } from './plugins/metrics.ts';
+import type { GatewayMetrics } from './metrics.ts';
 
 // The resource bag the gateway is built from: no module singletons, so tests can build many. server.ts builds
 // it from the environment; tests build it from their own database and Redis key namespace.
@@ -79,6 +79,6 @@ export interface GatewayDeps {
   operatorSessionMs?: number;
   /** `tenant` label on the per-tenant counters (default off: one series per tenant). */
   metricsTenantLabels?: boolean;
-  /** Prometheus registry and metrics (plugins/metrics.ts); default: a new one per app. */
+  /** Prometheus registry and metrics (metrics.ts); default: a new one per app. */
   metrics?: GatewayMetrics;
 }

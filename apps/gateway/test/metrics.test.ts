@@ -2,7 +2,8 @@ import { Writable } from 'node:stream';
 import { JOBS, jobIds } from '@loopline/queue';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.ts';
-import { createGatewayMetrics, mergeExpositions } from '../src/plugins/metrics.ts';
+import { createGatewayMetrics } from '../src/metrics.ts';
+import { mergeExpositions } from '../src/plugins/metrics.ts';
 import { bearer, expectProblem, OPERATOR, type Stack, startStack, tenantWithSession } from './helpers.ts';
 
 // Operations on the gateway: /metrics behind the operator token (the app's own registry plus

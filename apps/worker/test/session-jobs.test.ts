@@ -1,11 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  cancellationSignalOf,
-  isUserAbort,
-  SESSION_ABORT_REASON,
-  SessionJobs,
-  trackSessionJob,
-} from '../src/control/abort.ts';
+import { isUserAbort, SESSION_ABORT_REASON } from '../src/abort-reason.ts';
+import { cancellationSignalOf, SessionJobs, trackSessionJob } from '../src/control/abort.ts';
 
 // The per-process side of the abort broadcast: which step job runs for which session, and the
 // cancellation signal withSessionLease combines with the lease's.

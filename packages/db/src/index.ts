@@ -15,7 +15,7 @@ export {
   withFence,
 } from './fence.ts';
 export { MIGRATIONS_DIR, migrateToLatest, migrateWhenReady } from './migrate.ts';
-export { getAgent, getAgentCredential, listAgents, putAgent } from './repo/agents.ts';
+export { deleteAgent, getAgent, getAgentCredential, listAgents, putAgent } from './repo/agents.ts';
 export {
   type ApiKeyAuth,
   type ApiKeyInfo,
@@ -66,6 +66,7 @@ export {
 } from './repo/fenced-statement.ts';
 export { type LoadHistoryOptions, loadHistory } from './repo/history.ts';
 export { findIdempotentResponse, saveIdempotentResponse } from './repo/idempotency.ts';
+export { type LateToolResultInput, writeLateToolResult } from './repo/late-result.ts';
 export type {
   AgentInfo,
   CompactionInfo,
@@ -90,6 +91,7 @@ export {
   updateMessageInfo,
   userMessagesAfter,
 } from './repo/messages.ts';
+export type { NamedConfig } from './repo/named-configs.ts';
 export {
   getSessionAnyTenant,
   type ListSessionsAllTenantsOptions,
@@ -112,13 +114,7 @@ export {
   clearAbortRequest,
   recordAbortRequest,
 } from './repo/session-control.ts';
-export {
-  agentsUsingTool,
-  type DeleteSessionOutcome,
-  deleteAgent,
-  deleteSessionTree,
-  deleteTool,
-} from './repo/session-delete.ts';
+export { type DeleteSessionOutcome, deleteSessionTree } from './repo/session-delete.ts';
 export {
   CURSOR_TIMESTAMP,
   listSessionPage,
@@ -156,7 +152,15 @@ export {
   saveToolOutput,
   type ToolOutput,
 } from './repo/tool-outputs.ts';
-export { getTool, getToolSigningSecret, getToolsByName, listTools, putTool } from './repo/tools.ts';
+export {
+  agentsUsingTool,
+  deleteTool,
+  getTool,
+  getToolSigningSecret,
+  getToolsByName,
+  listTools,
+  putTool,
+} from './repo/tools.ts';
 export {
   deleteWebhookSubscription,
   getWebhookDelivery,

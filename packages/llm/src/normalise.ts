@@ -3,7 +3,7 @@
 // non-object arguments become `tool-call-invalid`, with the raw argument text and the same error
 // text the SDK gave), and ends at the first finish, error or abort. Stateful per call; no I/O.
 
-import { type FinishReason, usageFromSdk } from '@loopline/core';
+import { FinishReason, usageFromSdk } from '@loopline/core';
 import { InvalidToolInputError, JSONParseError, NoSuchToolError } from 'ai';
 import { classifyError, normaliseStreamError } from './errors.ts';
 import type { LlmEvent } from './events.ts';
@@ -12,15 +12,8 @@ import type { StreamPart } from './prompt.ts';
 type Finish = Extract<StreamPart, { type: 'finish' }>;
 type ProviderUsage = Finish['usage'];
 
-const FINISH_REASONS = new Set<FinishReason>([
-  'stop',
-  'length',
-  'content-filter',
-  'tool-calls',
-  'error',
-  'interrupted',
-  'other',
-]);
+// Core's FinishReason is the one list; a reason the SDK adds later reads as `other`.
+const FINISH_REASONS: ReadonlySet<string> = new Set(FinishReason.options);
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -1,7 +1,13 @@
 // OpenAI-style error bodies the mock answers with (rate limits, server errors, context
 // overflow). Owns the exact wording clients classify on; never decides when to fail.
 
-import type { ErrorPlan } from './plan.ts';
+/** A reply that is an HTTP error: what the server sends instead of a completion. */
+export interface ErrorPlan {
+  kind: 'error';
+  status: number;
+  body: string;
+  headers: Record<string, string>;
+}
 
 export function openaiErrorBody(message: string, type: string, code: string | null = null): string {
   return JSON.stringify({ error: { message, type, param: null, code } });

@@ -5,7 +5,8 @@
 // strings are the servers' own (llama.cpp tools/server, vLLM serving_engine, Ollama openai/).
 
 import type { Conversation } from './conversation.ts';
-import { type ErrorPlan, type OutputPlan, type Plan, splitText } from './plan.ts';
+import type { ErrorPlan } from './faults.ts';
+import { type OutputPlan, type Plan, splitText } from './plan.ts';
 import type { Scenario } from './scenario.ts';
 import { headTokens } from './tokens.ts';
 import { chatUsage } from './wire-chat.ts';

@@ -4,7 +4,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { type Conversation, lastUserText, trailingToolResults } from './conversation.ts';
-import { contextLengthError, openaiErrorBody } from './faults.ts';
+import { contextLengthError, type ErrorPlan, openaiErrorBody } from './faults.ts';
 import type { Reply, ToolCallSpec } from './scenario.ts';
 import { summarise } from './summary.ts';
 import { countText } from './tokens.ts';
@@ -39,13 +39,6 @@ export interface OutputPlan {
   cutAfterChunks?: number;
   /** Server flavours: an error payload streamed after the text instead of a finish (HTTP 200). */
   midStreamError?: Record<string, unknown>;
-}
-
-export interface ErrorPlan {
-  kind: 'error';
-  status: number;
-  body: string;
-  headers: Record<string, string>;
 }
 
 export type Plan = OutputPlan | ErrorPlan;

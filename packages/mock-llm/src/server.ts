@@ -14,9 +14,9 @@ import {
   fromResponsesBody,
   type ToolDef,
 } from './conversation.ts';
-import { contextLengthError, openaiErrorBody } from './faults.ts';
+import { contextLengthError, type ErrorPlan, openaiErrorBody } from './faults.ts';
 import { flavourChunks, type RawStreamPlan, serve, toolsRefusal } from './flavours.ts';
-import { buildPlan, type ErrorPlan, type OutputPlan, type Plan, type ReplyKind, replyKind } from './plan.ts';
+import { buildPlan, type OutputPlan, type Plan, type ReplyKind, replyKind } from './plan.ts';
 import { RuleBook } from './rules.ts';
 import { parseScenario, type Scenario, type ScenarioInput } from './scenario.ts';
 import { writeSse } from './sse.ts';

@@ -4,10 +4,10 @@ import { getSessionAnyTenant, listSessionsAllTenants, type OperatorSession } fro
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { AppDeps } from '../app.ts';
 import { notFound } from '../lib/http-error.ts';
 import { operatorAuth, operatorBrowserAuth } from '../plugins/auth.ts';
-import { ErrorResponse, ID_PATTERN } from '../schemas.ts';
+import type { AppDeps } from '../plugins/deps.ts';
+import { ErrorResponse, ID_PATTERN } from '../schemas/shared.ts';
 import { inspectSession } from './inspect.ts';
 
 // The session inspector (operator token): a page at /admin/inspector (plain HTML, one script,

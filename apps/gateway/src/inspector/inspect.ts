@@ -15,8 +15,8 @@ import {
   type OperatorSession,
   type StepInfo,
 } from '@loopline/db';
-import type { AppDeps } from '../app.ts';
 import { contextState } from '../lib/context.ts';
+import type { AppDeps } from '../plugins/deps.ts';
 
 // What the session inspector shows (operators only, any tenant): the whole log (reverted rows
 // included), every compaction run with the range its summary replaced, the step ledger (one row

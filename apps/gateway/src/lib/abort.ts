@@ -1,8 +1,8 @@
 import { activeChildSessions, recordAbortRequest } from '@loopline/db';
 import { controlJobIds, PRIORITY, publishAbort } from '@loopline/queue';
 import type { FastifyBaseLogger } from 'fastify';
-import type { AppDeps } from '../app.ts';
-import type { AbortResponse } from '../control-schemas.ts';
+import type { AppDeps } from '../plugins/deps.ts';
+import type { AbortResponse } from '../schemas/session-control.ts';
 import { HttpError, notFound } from './http-error.ts';
 
 // POST /v1/sessions/:id/abort. Durable first, then fast:

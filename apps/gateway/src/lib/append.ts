@@ -1,41 +1,49 @@
 import { createHash } from 'node:crypto';
 import { type Part, partTokens, type SessionEvent, type SessionStatus, type Tokenizer } from '@loopline/core';
 import {
-  appendUserMessage,
+  type AppendAndQueueResult,
   appendUserMessageAndQueue,
+  type Db,
   findIdempotentResponse,
   getSession,
   type SessionInfo,
   saveIdempotentResponse,
-  transitionSessionStatus,
   type UserPartInput,
 } from '@loopline/db';
 import { jobIds, PRIORITY, publishEvents } from '@loopline/queue';
 import type { FastifyBaseLogger } from 'fastify';
-import type { AppDeps } from '../app.ts';
-import type { AcceptedMessage } from '../schemas.ts';
+import type { AppDeps } from '../plugins/deps.ts';
+import type { AcceptedMessage } from '../schemas/messages.ts';
 import { HttpError, notFound } from './http-error.ts';
 import { RUNNING_STATUSES } from './model-view.ts';
 
-// Appending user input (a message, or a manual compaction request) and waking the session.
+// Appending user input (a message, or a manual compaction request) and waking the session. One
+// implementation for every caller (messages, chat, compact), with or without an Idempotency-Key.
 //
 // 1. Idempotency: a stored response for (tenant, session, key) is returned as is when the request
 //    hash matches (nothing is written; the wake job is re-added under its deterministic id, which
 //    is a no-op while it exists and repairs a wake lost between commit and enqueue; a session with
 //    work due whose wake job has finished gets one more wake per fence: see wake()), 409 when not.
-// 2. One transaction: status idle|error → queued, the message and its parts, the idempotency row.
-//    A refusal (409) or a lost idempotency race rolls all of it back.
+// 2. The write is one statement (db appendUserMessageAndQueue): the session read and locked, its
+//    status idle|error → queued, the seq, the message and its parts. With an idempotency row to
+//    save or a refusal to check, it runs in a transaction with them: a refusal (read from the
+//    statement's own status) or a lost idempotency race rolls all of it back.
 // 3. After commit: the wake job, then the events. Events are a live view; a failed publish is
 //    logged, not returned as an error (PostgreSQL holds the truth).
 
 export interface AppendInput {
   tenantId: string;
-  session: SessionInfo;
+  sessionId: string;
+  /**
+   * The session as this request read it, when it did: an idempotent replay wakes with its kind,
+   * status and fence (read here when absent), and `refuse` answers from it before any write.
+   */
+  session?: SessionInfo;
   parts: UserPartInput[];
   system?: string;
   synthetic?: boolean;
   idempotency?: { key: string; requestHash: string };
-  /** Refuses the append for a status (read inside the transaction); the error is thrown as is. */
+  /** Refuses the append for a status (checked again on the status the write found); thrown as is. */
   refuse?: (status: SessionStatus) => HttpError | undefined;
 }
 
@@ -70,54 +78,55 @@ function canonicalJson(value: unknown): string {
 
 class IdempotencyRace extends Error {}
 
+/** Appends the user message (or compaction request), wakes the session and publishes the events. */
 export async function appendAndWake(
   deps: AppDeps,
   log: FastifyBaseLogger,
   input: AppendInput,
 ): Promise<AppendResult> {
-  const { tenantId, session } = input;
-  const sessionId = session.id;
+  const { tenantId, sessionId } = input;
   if (input.idempotency) {
     const replay = await replayed(deps, log, input);
     if (replay) return replay;
   }
-  const refusal = input.refuse?.(session.status);
-  if (refusal) throw refusal;
+  const early = input.session && input.refuse?.(input.session.status);
+  if (early) throw early;
 
-  let committed: { response: AcceptedMessage; statusChanged: boolean };
-  try {
-    committed = await deps.db.transaction().execute(async (trx) => {
-      const queued = await transitionSessionStatus(trx, tenantId, sessionId, ['idle', 'error'], 'queued');
-      let status: SessionStatus = 'queued';
-      if (!queued) {
-        const current = await getSession(trx, tenantId, sessionId);
-        if (!current) throw notFound('session', sessionId);
-        status = current.status;
-      }
-      const again = input.refuse?.(status);
-      if (again) throw again;
-      const message = await appendUserMessage(trx, {
-        tenantId,
-        sessionId,
-        agent: session.agentName,
-        parts: input.parts,
-        ...(input.system !== undefined ? { system: input.system } : {}),
-        ...(input.synthetic ? { synthetic: true } : {}),
-        ...(RUNNING_STATUSES.includes(status) ? { midRun: true } : {}),
-      });
-      const response: AcceptedMessage = { message, session: { id: sessionId, status } };
-      if (input.idempotency) {
-        const saved = await saveIdempotentResponse(trx, {
-          tenantId,
-          sessionId,
-          key: input.idempotency.key,
-          requestHash: input.idempotency.requestHash,
-          response,
-        });
-        if (!saved) throw new IdempotencyRace();
-      }
-      return { response, statusChanged: queued };
+  const write = async (db: Db): Promise<AppendAndQueueResult> => {
+    const committed = await appendUserMessageAndQueue(db, {
+      tenantId,
+      sessionId,
+      parts: input.parts,
+      ...(input.system !== undefined ? { system: input.system } : {}),
+      ...(input.synthetic ? { synthetic: true } : {}),
+      wakeFrom: ['idle', 'error'],
+      midRunIn: RUNNING_STATUSES,
     });
+    if (!committed) throw notFound('session', sessionId);
+    const refusal = input.refuse?.(committed.session.status);
+    if (refusal) throw refusal;
+    return committed;
+  };
+
+  let committed: AppendAndQueueResult;
+  try {
+    // Alone, the statement is its own transaction; with a refusal or an idempotency row, one more.
+    committed = !(input.idempotency || input.refuse)
+      ? await write(deps.db)
+      : await deps.db.transaction().execute(async (trx) => {
+          const written = await write(trx);
+          if (input.idempotency) {
+            const saved = await saveIdempotentResponse(trx, {
+              tenantId,
+              sessionId,
+              key: input.idempotency.key,
+              requestHash: input.idempotency.requestHash,
+              response: accepted(written),
+            });
+            if (!saved) throw new IdempotencyRace();
+          }
+          return written;
+        });
   } catch (err) {
     if (!(err instanceof IdempotencyRace)) throw err;
     // A concurrent request with the same key committed first: answer as its replay.
@@ -126,46 +135,7 @@ export async function appendAndWake(
     return replay;
   }
 
-  const { response, statusChanged } = committed;
-  const messageId = response.message.info.id;
-  await wake(deps, log, tenantId, sessionId, messageId, session.kind);
-  const events: SessionEvent[] = [
-    { type: 'message.updated', message: response.message.info },
-    ...response.message.parts.map((part): SessionEvent => ({ type: 'part.updated', part })),
-  ];
-  if (statusChanged) events.push({ type: 'session.status', status: 'queued' });
-  try {
-    await publishEvents(deps.redis, deps.keys, sessionId, events);
-  } catch (err) {
-    log.warn({ err, tenantId, sessionId, messageId }, 'event publish failed');
-  }
-  log.info({ tenantId, sessionId, messageId, status: response.session.status }, 'user message appended');
-  return { response, replayed: false };
-}
-
-/**
- * POST …/messages without an Idempotency-Key: the session read, the status transition, the seq,
- * the message and its parts in ONE statement (db appendUserMessageAndQueue) instead of 8–9 in a
- * transaction. Unknown or another tenant's session: 404, nothing written. Then the wake job and
- * the events, as above.
- */
-export async function appendMessageAndWake(
-  deps: AppDeps,
-  log: FastifyBaseLogger,
-  input: { tenantId: string; sessionId: string; parts: UserPartInput[]; system?: string },
-): Promise<AppendResult> {
-  const { tenantId, sessionId } = input;
-  const committed = await appendUserMessageAndQueue(deps.db, {
-    tenantId,
-    sessionId,
-    parts: input.parts,
-    ...(input.system !== undefined ? { system: input.system } : {}),
-    wakeFrom: ['idle', 'error'],
-    midRunIn: RUNNING_STATUSES,
-  });
-  if (!committed) throw notFound('session', sessionId);
   const { message, session, statusChanged } = committed;
-  const response: AcceptedMessage = { message, session: { id: sessionId, status: session.status } };
   const messageId = message.info.id;
   await wake(deps, log, tenantId, sessionId, messageId, session.kind);
   const events: SessionEvent[] = [
@@ -179,7 +149,11 @@ export async function appendMessageAndWake(
     log.warn({ err, tenantId, sessionId, messageId }, 'event publish failed');
   }
   log.info({ tenantId, sessionId, messageId, status: session.status }, 'user message appended');
-  return { response, replayed: false };
+  return { response: accepted(committed), replayed: false };
+}
+
+function accepted({ message, session }: AppendAndQueueResult): AcceptedMessage {
+  return { message, session: { id: session.id, status: session.status } };
 }
 
 async function replayed(
@@ -188,7 +162,7 @@ async function replayed(
   input: AppendInput,
 ): Promise<AppendResult | undefined> {
   const { key, requestHash } = input.idempotency!;
-  const prior = await findIdempotentResponse(deps.db, input.tenantId, input.session.id, key);
+  const prior = await findIdempotentResponse(deps.db, input.tenantId, input.sessionId, key);
   if (!prior) return undefined;
   if (prior.requestHash !== requestHash)
     throw new HttpError(
@@ -197,17 +171,11 @@ async function replayed(
       { idempotencyKey: key },
     );
   const response = prior.response as AcceptedMessage;
-  await wake(
-    deps,
-    log,
-    input.tenantId,
-    input.session.id,
-    response.message.info.id,
-    input.session.kind,
-    input.session,
-  );
+  const session = input.session ?? (await getSession(deps.db, input.tenantId, input.sessionId));
+  if (!session) throw notFound('session', input.sessionId);
+  await wake(deps, log, input.tenantId, input.sessionId, response.message.info.id, session.kind, session);
   log.info(
-    { tenantId: input.tenantId, sessionId: input.session.id, idempotencyKey: key },
+    { tenantId: input.tenantId, sessionId: input.sessionId, idempotencyKey: key },
     'idempotent replay',
   );
   return { response, replayed: true };

@@ -12,8 +12,8 @@ import {
 } from '@loopline/db';
 import { addBatchFlow, jobIds, publishEvents } from '@loopline/queue';
 import type { FastifyBaseLogger } from 'fastify';
-import type { AppDeps } from '../app.ts';
-import { BatchConversation, type BatchView } from '../batch-schemas.ts';
+import type { AppDeps } from '../plugins/deps.ts';
+import { BatchConversation, type BatchView } from '../schemas/batches.ts';
 import { abortSession } from './abort.ts';
 import { HttpError, notFound } from './http-error.ts';
 import { findJsonProblem } from './json-guard.ts';

@@ -20,8 +20,9 @@ import {
   type StepInfo,
 } from '@loopline/db';
 import { agentLimits, tokenizerFamily } from '@loopline/llm';
-import type { AppDeps } from '../app.ts';
-import type { Boundary, CompactionRecord, CompactionSummary, StepEstimateView } from '../schemas.ts';
+import type { AppDeps } from '../plugins/deps.ts';
+import type { Boundary, StepEstimateView } from '../schemas/context.ts';
+import type { CompactionRecord, CompactionSummary } from '../schemas/sessions.ts';
 import { type ModelInput, modelInput } from './model-view.ts';
 
 // The context-management state of a session (docs/context.md §2, §5.7, §7) as the API shows it: the

@@ -12,7 +12,7 @@ import {
   parseDataUrl,
 } from '@loopline/egress';
 import { type Provider, type Providers, providerNameOf, providerProblem } from '@loopline/llm';
-import type { AppDeps } from '../app.ts';
+import type { AppDeps } from '../plugins/deps.ts';
 import { HttpError } from './http-error.ts';
 
 // Door checks: what a tenant stores for a later outbound request is checked when it is stored,

@@ -1,7 +1,7 @@
 import { contextBudget, countCapped, familyPrior, INPUT_CHECK_FLOOR, inputFit } from '@loopline/core';
 import type { UserPartInput } from '@loopline/db';
 import { limitsFor } from '@loopline/llm';
-import type { AppDeps } from '../app.ts';
+import type { AppDeps } from '../plugins/deps.ts';
 import { HttpError } from './http-error.ts';
 import { loadSession } from './sessions.ts';
 

@@ -15,7 +15,7 @@ import {
 } from '@loopline/core';
 import { getToolsByName, listAgents, loadHistory, type SessionInfo } from '@loopline/db';
 import { capabilitiesFor } from '@loopline/llm';
-import type { AppDeps } from '../app.ts';
+import type { AppDeps } from '../plugins/deps.ts';
 
 // What the next model call of a session is built from, computed the way the worker's step does
 // (apps/worker/src/session-context.ts and step/request.ts): history loaded from the session's

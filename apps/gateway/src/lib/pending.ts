@@ -1,7 +1,7 @@
 import { pendingClientCalls } from '@loopline/core';
 import { loadHistory, type SessionInfo } from '@loopline/db';
-import type { AppDeps } from '../app.ts';
-import type { PendingToolCall } from '../control-schemas.ts';
+import type { AppDeps } from '../plugins/deps.ts';
+import type { PendingToolCall } from '../schemas/session-control.ts';
 
 // The client tool calls a session waits on, as GET /v1/sessions/:id lists them. Only a waiting
 // session can have any, so the log is read only then.

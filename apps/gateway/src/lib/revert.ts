@@ -12,7 +12,7 @@ import {
 } from '@loopline/db';
 import { publishEvents } from '@loopline/queue';
 import type { FastifyBaseLogger } from 'fastify';
-import type { AppDeps } from '../app.ts';
+import type { AppDeps } from '../plugins/deps.ts';
 import { HttpError, notFound } from './http-error.ts';
 
 // Revert (docs/context.md §7) in one transaction under the session row lock:

@@ -1,7 +1,7 @@
 import { deleteSessionTree, getSession } from '@loopline/db';
 import type { RedisClient } from '@loopline/queue';
 import type { FastifyBaseLogger } from 'fastify';
-import type { AppDeps } from '../app.ts';
+import type { AppDeps } from '../plugins/deps.ts';
 import { abortSession } from './abort.ts';
 import { HttpError, notFound } from './http-error.ts';
 

@@ -1,7 +1,8 @@
 import { AgentConfig, BUILTIN_TOOLS } from '@loopline/core';
 import { getSession, getToolsByName, type SessionInfo } from '@loopline/db';
-import type { AppDeps } from '../app.ts';
-import { ID_PATTERN, NAME_PATTERN, type SessionOverrides, type SessionView } from '../schemas.ts';
+import type { AppDeps } from '../plugins/deps.ts';
+import type { SessionOverrides, SessionView } from '../schemas/sessions.ts';
+import { ID_PATTERN, NAME_PATTERN } from '../schemas/shared.ts';
 import { compactionSummary, contextState } from './context.ts';
 import { HttpError, notFound, validationError } from './http-error.ts';
 import { pendingToolCalls } from './pending.ts';

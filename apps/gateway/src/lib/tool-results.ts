@@ -1,26 +1,10 @@
-import {
-  deferredCalls,
-  ingestCap,
-  type LateResult,
-  newId,
-  type Part,
-  resolveToolPart,
-  type SessionEvent,
-  type ToolPart,
-} from '@loopline/core';
-import {
-  acquireFence,
-  loadHistory,
-  lockSession,
-  saveToolOutput,
-  setSessionStatus,
-  updatePart,
-} from '@loopline/db';
+import { deferredCalls, ingestCap, type LateResult, type SessionEvent, type ToolPart } from '@loopline/core';
+import { acquireFence, loadHistory, lockSession, setSessionStatus, writeLateToolResult } from '@loopline/db';
 import { limitsFor } from '@loopline/llm';
 import { controlJobIds, PRIORITY, publishEvents } from '@loopline/queue';
 import type { FastifyBaseLogger } from 'fastify';
-import type { AppDeps } from '../app.ts';
-import type { ToolResultsBody } from '../control-schemas.ts';
+import type { AppDeps } from '../plugins/deps.ts';
+import type { ToolResultsBody } from '../schemas/session-control.ts';
 import { HttpError, notFound } from './http-error.ts';
 
 // POST /v1/sessions/:id/tool-results: results of client tool calls, in one transaction under the
@@ -30,7 +14,7 @@ import { HttpError, notFound } from './http-error.ts';
 //    tool call of this session (another tenant's or session's id is just as unknown), 409
 //    tool_call_answered for a call that already has a result (answered, timed out, aborted).
 // 2. Each call is closed (completed with its output, truncated at ingest like a webhook's, or
-//    error), a new fencing token is taken — a runner still holding the old one (the step that just
+//    error: db writeLateToolResult, the worker's write of a late result too), a new fencing token is taken — a runner still holding the old one (the step that just
 //    set `waiting`) can no longer write — and the session is queued again.
 // 3. After commit: a step job (reason tool-results, one per fence) continues the loop; then the
 //    events. If Redis refuses the job, 503: the results are stored, and the next wake (a message,
@@ -90,28 +74,19 @@ export async function submitToolResults(
     });
     const written: ToolPart[] = [];
     for (const r of results) {
-      const call = calls.get(r.callId)!;
       const result: LateResult = r.error !== undefined ? { error: r.error } : { output: r.output ?? '' };
-      const done = resolveToolPart(call, result, {
-        now,
-        outputId: newId('out'),
-        toolOutput,
-        tokenizer: deps.tokenizer,
-        maxTokens,
-      });
-      if (done.full) {
-        await saveToolOutput(trx, {
-          id: done.full.outputId,
+      written.push(
+        await writeLateToolResult(trx, {
           tenantId,
           sessionId,
-          partId: call.id,
-          callId: call.callId,
-          content: done.full.content,
-          retentionDays: toolOutput.retentionDays,
-        });
-      }
-      await updatePart(trx, tenantId, done.part as Part);
-      written.push(done.part);
+          call: calls.get(r.callId)!,
+          result,
+          now,
+          toolOutput,
+          tokenizer: deps.tokenizer,
+          maxTokens,
+        }),
+      );
     }
     const fence = await acquireFence(trx, tenantId, sessionId);
     await setSessionStatus(trx, tenantId, sessionId, 'queued', null, null);

@@ -1,6 +1,6 @@
 import type { WithParts } from '@loopline/core';
 import { getSession, loadHistory } from '@loopline/db';
-import type { AppDeps } from '../app.ts';
+import type { AppDeps } from '../plugins/deps.ts';
 
 // `Prefer: wait=N` on POST …/messages: after the append, poll the session row (a primary-key
 // read) until the turn that answers the message is over — the session idle or failed with a

@@ -1,6 +1,6 @@
 import { generateWebhookSecret } from '@loopline/egress';
 import { webhookSecretAad } from '@loopline/queue';
-import type { AppDeps } from '../app.ts';
+import type { AppDeps } from '../plugins/deps.ts';
 import { checkWebhook, invalid } from './egress.ts';
 
 // Signing secrets and URL checks of event webhooks (routes/webhooks.ts): the same door checks

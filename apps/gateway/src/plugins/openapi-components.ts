@@ -12,33 +12,16 @@ import {
   WithParts,
 } from '@loopline/core';
 import { z } from 'zod';
-import { BatchView } from '../batch-schemas.ts';
-import { AbortResponse, PendingToolCall, ToolResultsResponse } from '../control-schemas.ts';
-import {
-  AcceptedMessage,
-  AgentList,
-  AgentView,
-  CompactionRecord,
-  CompactionSummary,
-  ContextView,
-  CreateKeyResponse,
-  CreateTenantResponse,
-  ErrorResponse,
-  MessagesResponse,
-  RevertResponse,
-  SessionView,
-  TenantDetail,
-  TokenGauge,
-  ToolList,
-  ToolView,
-} from '../schemas.ts';
-import {
-  DeletedDefinition,
-  DeletedSession,
-  FinishedTurn,
-  SessionList,
-  SessionSummary,
-} from '../session-api-schemas.ts';
+import { CreateKeyResponse, CreateTenantResponse, TenantDetail } from '../schemas/admin.ts';
+import { AgentList, AgentView } from '../schemas/agents.ts';
+import { BatchView } from '../schemas/batches.ts';
+import { ContextView, RevertResponse } from '../schemas/context.ts';
+import { AcceptedMessage, FinishedTurn, MessagesResponse } from '../schemas/messages.ts';
+import { AbortResponse, PendingToolCall, ToolResultsResponse } from '../schemas/session-control.ts';
+import { DeletedSession, SessionList, SessionSummary } from '../schemas/session-list.ts';
+import { CompactionRecord, CompactionSummary, SessionView, TokenGauge } from '../schemas/sessions.ts';
+import { DeletedDefinition, ErrorResponse } from '../schemas/shared.ts';
+import { ToolList, ToolView } from '../schemas/tools.ts';
 
 // Named component schemas of the OpenAPI document: the zod schemas below get an `id` in zod's
 // global registry, and fastify-type-provider-zod writes them once under components/schemas and

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ID_PATTERN } from '../schemas.ts';
+import { ID_PATTERN } from '../schemas/shared.ts';
 
 // Request logs carry the tenant and the session: once authentication has run (every onRequest
 // hook, including the scopes' auth hooks, comes before preValidation), the request's logger gets

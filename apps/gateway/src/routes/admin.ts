@@ -17,13 +17,12 @@ import {
   CreateKeyResponse,
   CreateTenantBody,
   CreateTenantResponse,
-  ID_PATTERN,
   PatchTenantBody,
   TenantDetail,
   TenantKeyParams,
   TenantParams,
-  withErrors,
-} from '../schemas.ts';
+} from '../schemas/admin.ts';
+import { ID_PATTERN, withErrors } from '../schemas/shared.ts';
 
 // Operator routes (/v1/admin, operator token checked by the enclosing scope): tenants and keys.
 // An API key is returned once, at creation; only its hash is stored. A tenant's settings hold its

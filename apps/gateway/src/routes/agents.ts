@@ -1,35 +1,21 @@
-import {
-  type AgentInfo,
-  deleteAgent,
-  getAgent,
-  getAgentCredential,
-  listAgents,
-  putAgent,
-} from '@loopline/db';
+import { deleteAgent, getAgent, getAgentCredential, listAgents, putAgent } from '@loopline/db';
 import { agentCredentialAad, type SecretBox } from '@loopline/egress';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { AppDeps } from '../app.ts';
 import { checkModels, invalid } from '../lib/egress.ts';
-import { notFound } from '../lib/http-error.ts';
-import { checkTools, iso, isValidName } from '../lib/sessions.ts';
+import { namedConfigRoutes, namedView } from '../lib/named-configs.ts';
+import { checkTools } from '../lib/sessions.ts';
 import { tenantOf } from '../plugins/auth.ts';
-import { AgentList, AgentView, NameParam, PutAgentBody, PutNameParam, withErrors } from '../schemas.ts';
-import { DeletedDefinition } from '../session-api-schemas.ts';
+import type { AppDeps } from '../plugins/deps.ts';
+import { AgentList, AgentView, PutAgentBody } from '../schemas/agents.ts';
+import { PutNameParam, withErrors } from '../schemas/shared.ts';
 
 // Agents of the authenticated tenant. The body is core's AgentConfig (unknown fields refused)
 // plus the write-only apiKey of an own endpoint; every tool it names must exist for the tenant or
 // be built in (read_output), and every model must name a provider the operator configured for
-// the tenant, or the tenant's own baseURL with its own key (lib/egress.ts, docs/security.md).
+// the tenant, or the tenant's own baseURL with its own key (lib/egress.ts, docs/security.md). GET,
+// list and DELETE are the routes every named config shares (lib/named-configs.ts).
 
 const tags = ['agents'];
-
-const view = (a: AgentInfo) => ({
-  name: a.name,
-  config: a.config,
-  version: a.version,
-  createdAt: iso(a.createdAt),
-  updatedAt: iso(a.updatedAt),
-});
 
 /**
  * The sealed credential to store: a new apiKey sealed for (tenant, agent, baseURL), else the
@@ -106,63 +92,35 @@ export const agentRoutes: FastifyPluginAsyncZod = async (app) => {
       const credential = await credentialFor(deps, tenantId, name, config.baseURL, apiKey);
       const { agent, created } = await putAgent(deps.db, tenantId, name, config, credential);
       request.log.info({ tenantId, agent: agent.name, version: agent.version, created }, 'agent saved');
-      return reply.status(created ? 201 : 200).send(view(agent));
+      return reply.status(created ? 201 : 200).send(namedView(agent));
     },
   );
 
-  app.get(
-    '/agents/:name',
-    {
-      schema: {
-        tags,
+  namedConfigRoutes(app, {
+    noun: 'agent',
+    plural: 'agents',
+    view: AgentView,
+    list: AgentList,
+    get: getAgent,
+    all: listAgents,
+    remove: deleteAgent,
+    docs: {
+      get: {
         summary: 'Get an agent',
         description: 'The stored configuration with every default filled in. 404 for an unknown name.',
-        params: NameParam,
-        response: withErrors({ 200: AgentView }),
       },
-    },
-    async (request) => {
-      const { name } = request.params;
-      const agent = isValidName(name) ? await getAgent(deps.db, tenantOf(request).id, name) : undefined;
-      if (!agent) throw notFound('agent', name);
-      return view(agent);
-    },
-  );
-
-  app.get(
-    '/agents',
-    {
-      schema: {
-        tags,
+      list: {
         summary: 'List agents',
         description: 'Every agent of the authenticated tenant, with its stored configuration.',
-        response: withErrors({ 200: AgentList }),
       },
-    },
-    async (request) => ({ agents: (await listAgents(deps.db, tenantOf(request).id)).map(view) }),
-  );
-
-  app.delete(
-    '/agents/:name',
-    {
-      schema: {
-        tags,
+      delete: {
         summary: 'Delete an agent',
         description:
           'Removes the definition: new sessions and batches can no longer name it. Existing sessions, running ' +
           'ones included, keep the configuration they were created with and go on unchanged. The task tool of ' +
           'other agents lists subagents at each step, so a deleted agent stops being offered as a subagent. ' +
           '404 for an unknown name.',
-        params: NameParam,
-        response: withErrors({ 200: DeletedDefinition }),
       },
     },
-    async (request) => {
-      const { name } = request.params;
-      const tenantId = tenantOf(request).id;
-      if (!isValidName(name) || !(await deleteAgent(deps.db, tenantId, name))) throw notFound('agent', name);
-      request.log.info({ tenantId, agent: name }, 'agent deleted');
-      return { deleted: true as const, name };
-    },
-  );
+  });
 };

@@ -1,7 +1,6 @@
 import { Readable } from 'node:stream';
 import { getBatch } from '@loopline/db';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { BatchParams, BatchQuery, BatchResultsText, BatchView, CreateBatchBody } from '../batch-schemas.ts';
 import {
   type BatchInput,
   batchView,
@@ -16,7 +15,8 @@ import { notFound } from '../lib/http-error.ts';
 import { decodeUtf8 } from '../lib/json-guard.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import { invalidUtf8 } from '../plugins/errors.ts';
-import { ErrorResponse, ID_PATTERN, withErrors } from '../schemas.ts';
+import { BatchParams, BatchQuery, BatchResultsText, BatchView, CreateBatchBody } from '../schemas/batches.ts';
+import { ErrorResponse, ID_PATTERN, withErrors } from '../schemas/shared.ts';
 
 // Batches (lib/batches.ts): submit many conversations as JSON or JSONL, follow their progress,
 // stream their results, cancel them. Another tenant's batch is a 404 like an unknown one.

@@ -5,7 +5,6 @@ import { lastEventId } from '@loopline/queue';
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { ChatBody, ChatParam, UIMessageStream } from '../chat-schemas.ts';
 import { appendAndWake, requestHash, withTokens } from '../lib/append.ts';
 import { HttpError } from '../lib/http-error.ts';
 import { refuseOversizedInput } from '../lib/input-fit.ts';
@@ -15,7 +14,8 @@ import type { SessionStreams } from '../lib/streams.ts';
 import { submitToolResults } from '../lib/tool-results.ts';
 import { createUIStreamTranslator } from '../lib/ui-stream.ts';
 import { tenantOf } from '../plugins/auth.ts';
-import { withErrors } from '../schemas.ts';
+import { ChatBody, ChatParam, UIMessageStream } from '../schemas/chat.ts';
+import { withErrors } from '../schemas/shared.ts';
 
 // AI SDK UI (useChat) over a durable session. The chat id is the session id:
 //
@@ -278,6 +278,7 @@ export const chatRoutes: FastifyPluginAsyncZod<ChatRoutesOptions> = async (app, 
           const cursor = await lastEventId(deps.redis, deps.keys, session.id);
           const { replayed } = await appendAndWake(deps, request.log, {
             tenantId,
+            sessionId: session.id,
             session,
             parts: counted,
             idempotency: { key: `ui-${last.id}`, requestHash: requestHash({ text, files }) },

@@ -4,7 +4,9 @@ import { appendAndWake, withTokens } from '../lib/append.ts';
 import { HttpError } from '../lib/http-error.ts';
 import { loadSession } from '../lib/sessions.ts';
 import { tenantOf } from '../plugins/auth.ts';
-import { AcceptedMessage, CompactBody, IdParam, withErrors } from '../schemas.ts';
+import { CompactBody } from '../schemas/compact.ts';
+import { AcceptedMessage } from '../schemas/messages.ts';
+import { IdParam, withErrors } from '../schemas/shared.ts';
 
 // Manual compaction: a synthetic user message holding one compaction part (auto: false), then a
 // step. The loop runs it as its pending task at its next step boundary. Between turns it adds
@@ -48,6 +50,7 @@ export const compactRoutes: FastifyPluginAsyncZod = async (app) => {
       };
       const { response } = await appendAndWake(deps, request.log, {
         tenantId,
+        sessionId: session.id,
         session,
         parts: withTokens([part], deps.tokenizer),
         synthetic: true,

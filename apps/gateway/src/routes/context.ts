@@ -3,7 +3,8 @@ import { contextState } from '../lib/context.ts';
 import { revertSession } from '../lib/revert.ts';
 import { loadSession, sessionView } from '../lib/sessions.ts';
 import { tenantOf } from '../plugins/auth.ts';
-import { ContextView, IdParam, RevertBody, RevertResponse, withErrors } from '../schemas.ts';
+import { ContextView, RevertBody, RevertResponse } from '../schemas/context.ts';
+import { IdParam, withErrors } from '../schemas/shared.ts';
 
 // Context management as the API shows it (docs/context.md §2, §5.7, §7): the gauge with its
 // compaction suggestion and records, and revert.

@@ -6,7 +6,8 @@ import { HttpError } from '../lib/http-error.ts';
 import { loadSession } from '../lib/sessions.ts';
 import type { SessionStreams } from '../lib/streams.ts';
 import { tenantOf } from '../plugins/auth.ts';
-import { EventsHeaders, EventsQuery, IdParam, withErrors } from '../schemas.ts';
+import { EventsHeaders, EventsQuery } from '../schemas/events.ts';
+import { IdParam, withErrors } from '../schemas/shared.ts';
 
 // Server-Sent Events from the session's Redis stream. Each event: `id:` = stream id, `event:` =
 // event type, `data:` = the JSON event.

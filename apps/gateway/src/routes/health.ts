@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { Health, Readiness } from '../schemas.ts';
+import { Health, Readiness } from '../schemas/health.ts';
 
 // Liveness (the process answers) and readiness (Redis and PostgreSQL answer), unauthenticated.
 

@@ -1,7 +1,7 @@
 import { toRequestMessages } from '@loopline/core';
 import { loadHistory, type UserPartInput } from '@loopline/db';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { appendAndWake, appendMessageAndWake, requestHash, withTokens } from '../lib/append.ts';
+import { appendAndWake, requestHash, withTokens } from '../lib/append.ts';
 import { checkFiles } from '../lib/egress.ts';
 import { HttpError, notFound } from '../lib/http-error.ts';
 import { refuseOversizedInput } from '../lib/input-fit.ts';
@@ -11,14 +11,14 @@ import { preferWait, waitForTurn } from '../lib/wait-turn.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import {
   AcceptedMessage,
-  ID_PATTERN,
+  FinishedTurn,
   IdempotencyHeaders,
-  IdParam,
+  MessagesPageQuery,
   MessagesResponse,
   PostMessageBody,
-  withErrors,
-} from '../schemas.ts';
-import { FinishedTurn, MessagesPageQuery, WaitHeaders } from '../session-api-schemas.ts';
+  WaitHeaders,
+} from '../schemas/messages.ts';
+import { ID_PATTERN, IdParam, withErrors } from '../schemas/shared.ts';
 
 // User messages in, history out. POST appends (idempotently with Idempotency-Key) and wakes the
 // session; GET shows the append-only log or exactly what the model would be sent next.
@@ -89,23 +89,13 @@ export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
           reply: { messages: turn.messages, text: turn.text },
         });
       };
-      if (key === undefined) {
-        // The common case: one statement, no session read before it (lib/append.ts).
-        const { response } = await appendMessageAndWake(deps, request.log, {
-          tenantId,
-          sessionId,
-          parts: counted,
-          ...(body.system !== undefined ? { system: body.system } : {}),
-        });
-        return answer(response);
-      }
-      const session = await loadSession(deps, tenantId, sessionId);
+      // No session read before the write: the write finds it (404 when it is not this tenant's).
       const { response } = await appendAndWake(deps, request.log, {
         tenantId,
-        session,
+        sessionId,
         parts: counted,
         ...(body.system !== undefined ? { system: body.system } : {}),
-        idempotency: { key, requestHash: requestHash(body) },
+        ...(key !== undefined ? { idempotency: { key, requestHash: requestHash(body) } } : {}),
       });
       return answer(response);
     },

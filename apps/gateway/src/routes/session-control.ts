@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { AbortResponse, ToolResultsBody, ToolResultsResponse } from '../control-schemas.ts';
 import { abortSession } from '../lib/abort.ts';
 import { loadSession } from '../lib/sessions.ts';
 import { submitToolResults } from '../lib/tool-results.ts';
 import { tenantOf } from '../plugins/auth.ts';
-import { IdParam, withErrors } from '../schemas.ts';
+import { AbortResponse, ToolResultsBody, ToolResultsResponse } from '../schemas/session-control.ts';
+import { IdParam, withErrors } from '../schemas/shared.ts';
 
 // Session control: abort a turn (and its subagents), answer client tool calls.
 

@@ -5,7 +5,6 @@ import { HttpError } from '../lib/http-error.ts';
 import { deleteSession } from '../lib/session-delete.ts';
 import { iso, loadSession } from '../lib/sessions.ts';
 import { tenantOf } from '../plugins/auth.ts';
-import { IdParam, withErrors } from '../schemas.ts';
 import {
   ChildrenQuery,
   DeletedSession,
@@ -13,7 +12,8 @@ import {
   ListSessionsQuery,
   SessionList,
   type SessionSummary,
-} from '../session-api-schemas.ts';
+} from '../schemas/session-list.ts';
+import { IdParam, withErrors } from '../schemas/shared.ts';
 
 // Listing sessions (newest first, filtered, cursor pages), a session's children (subagents) and
 // deleting a session with all its data.

@@ -4,7 +4,8 @@ import { checkModels } from '../lib/egress.ts';
 import { notFound } from '../lib/http-error.ts';
 import { checkTools, isValidName, loadSession, resolveAgentConfig, sessionView } from '../lib/sessions.ts';
 import { tenantOf } from '../plugins/auth.ts';
-import { CreateSessionBody, IdParam, SessionView, withErrors } from '../schemas.ts';
+import { CreateSessionBody, SessionView } from '../schemas/sessions.ts';
+import { IdParam, withErrors } from '../schemas/shared.ts';
 
 // Sessions: created for an agent, with the agent's config resolved (plus overrides) and frozen
 // on the session, so editing the agent later never changes a running conversation.

@@ -1,41 +1,18 @@
-import {
-  agentsUsingTool,
-  deleteTool,
-  getTool,
-  getToolSigningSecret,
-  listTools,
-  putTool,
-  type ToolInfo,
-} from '@loopline/db';
+import { agentsUsingTool, deleteTool, getTool, getToolSigningSecret, listTools, putTool } from '@loopline/db';
 import { generateWebhookSecret, toolSecretAad } from '@loopline/egress';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { checkWebhook } from '../lib/egress.ts';
-import { HttpError, notFound } from '../lib/http-error.ts';
-import { iso, isValidName } from '../lib/sessions.ts';
+import { HttpError } from '../lib/http-error.ts';
+import { namedConfigRoutes, namedView } from '../lib/named-configs.ts';
 import { tenantOf } from '../plugins/auth.ts';
-import {
-  NameParam,
-  PutNameParam,
-  PutToolBody,
-  PutToolView,
-  ToolList,
-  ToolView,
-  withErrors,
-} from '../schemas.ts';
-import { DeletedDefinition } from '../session-api-schemas.ts';
+import { PutNameParam, withErrors } from '../schemas/shared.ts';
+import { PutToolBody, PutToolView, ToolList, ToolView } from '../schemas/tools.ts';
 
 // Tools of the authenticated tenant: `webhook` (the worker POSTs to an http(s) URL) or `client`
-// (the session waits for the caller to submit the result).
+// (the session waits for the caller to submit the result). PUT is here; GET, list and DELETE are
+// the routes every named config shares (lib/named-configs.ts), with the tool's refusal to delete.
 
 const tags = ['tools'];
-
-const view = (t: ToolInfo) => ({
-  name: t.name,
-  config: t.config,
-  version: t.version,
-  createdAt: iso(t.createdAt),
-  updatedAt: iso(t.updatedAt),
-});
 
 export const toolRoutes: FastifyPluginAsyncZod = async (app) => {
   const deps = app.deps;
@@ -73,63 +50,19 @@ export const toolRoutes: FastifyPluginAsyncZod = async (app) => {
       request.log.info({ tenantId, tool: tool.name, version: tool.version, created }, 'tool saved');
       return reply
         .status(created ? 201 : 200)
-        .send({ ...view(tool), ...(secret && secretStored ? { signingSecret: secret } : {}) });
+        .send({ ...namedView(tool), ...(secret && secretStored ? { signingSecret: secret } : {}) });
     },
   );
 
-  app.get(
-    '/tools/:name',
-    {
-      schema: {
-        tags,
-        summary: 'Get a tool',
-        description: 'The stored configuration with every default filled in. 404 for an unknown name.',
-        params: NameParam,
-        response: withErrors({ 200: ToolView }),
-      },
-    },
-    async (request) => {
-      const { name } = request.params;
-      const tool = isValidName(name) ? await getTool(deps.db, tenantOf(request).id, name) : undefined;
-      if (!tool) throw notFound('tool', name);
-      return view(tool);
-    },
-  );
-
-  app.get(
-    '/tools',
-    {
-      schema: {
-        tags,
-        summary: 'List tools',
-        description:
-          'Every tool of the authenticated tenant (built-in tools such as read_output are not listed).',
-        response: withErrors({ 200: ToolList }),
-      },
-    },
-    async (request) => ({ tools: (await listTools(deps.db, tenantOf(request).id)).map(view) }),
-  );
-
-  app.delete(
-    '/tools/:name',
-    {
-      schema: {
-        tags,
-        summary: 'Delete a tool',
-        description:
-          '409 tool_in_use (details.agents) while an agent names the tool: change those agents first. Sessions ' +
-          'read their tool definitions at every step, so a session created with the tool stops offering it to ' +
-          'the model from its next step on (a call to it already made is answered as an unknown tool). 404 for ' +
-          'an unknown name.',
-        params: NameParam,
-        response: withErrors({ 200: DeletedDefinition }),
-      },
-    },
-    async (request) => {
-      const { name } = request.params;
-      const tenantId = tenantOf(request).id;
-      const tool = isValidName(name) ? await getTool(deps.db, tenantId, name) : undefined;
-      if (!tool) throw notFound('tool', name);
+  namedConfigRoutes(app, {
+    noun: 'tool',
+    plural: 'tools',
+    view: ToolView,
+    list: ToolList,
+    get: getTool,
+    all: listTools,
+    remove: deleteTool,
+    beforeDelete: async (tenantId, name) => {
       const agents = await agentsUsingTool(deps.db, tenantId, name);
       if (agents.length > 0)
         throw new HttpError(
@@ -139,9 +72,25 @@ export const toolRoutes: FastifyPluginAsyncZod = async (app) => {
             agents,
           },
         );
-      if (!(await deleteTool(deps.db, tenantId, name))) throw notFound('tool', name);
-      request.log.info({ tenantId, tool: name }, 'tool deleted');
-      return { deleted: true as const, name };
     },
-  );
+    docs: {
+      get: {
+        summary: 'Get a tool',
+        description: 'The stored configuration with every default filled in. 404 for an unknown name.',
+      },
+      list: {
+        summary: 'List tools',
+        description:
+          'Every tool of the authenticated tenant (built-in tools such as read_output are not listed).',
+      },
+      delete: {
+        summary: 'Delete a tool',
+        description:
+          '409 tool_in_use (details.agents) while an agent names the tool: change those agents first. Sessions ' +
+          'read their tool definitions at every step, so a session created with the tool stops offering it to ' +
+          'the model from its next step on (a call to it already made is answered as an unknown tool). 404 for ' +
+          'an unknown name.',
+      },
+    },
+  });
 };

@@ -16,7 +16,7 @@ import { HttpError, notFound } from '../lib/http-error.ts';
 import { iso, isValidName } from '../lib/sessions.ts';
 import { checkWebhookUrl, newWebhookSecret, sealWebhookSecret } from '../lib/webhooks.ts';
 import { tenantOf } from '../plugins/auth.ts';
-import { NameParam, PutNameParam, withErrors } from '../schemas.ts';
+import { NameParam, PutNameParam, withErrors } from '../schemas/shared.ts';
 import {
   DeliveriesQuery,
   DeliveryParams,
@@ -26,7 +26,7 @@ import {
   WebhookDeliveryList,
   WebhookList,
   WebhookView,
-} from '../webhook-schemas.ts';
+} from '../schemas/webhooks.ts';
 
 // Event webhooks of the authenticated tenant: subscriptions (a URL and the event types it wants,
 // signed with a secret shown once), their deliveries, and re-delivery. The worker produces the

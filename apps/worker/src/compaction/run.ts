@@ -16,7 +16,7 @@ import { agentLimits, capabilitiesFor, tokenizerFamily } from '@loopline/llm';
 import { PRIORITY } from '@loopline/queue';
 import { sessionAttributes, withSpan } from '@loopline/telemetry';
 import type { Logger } from 'pino';
-import { isUserAbort } from '../control/abort.ts';
+import { isUserAbort } from '../abort-reason.ts';
 import type { WorkerDeps } from '../deps.ts';
 import { sessionPriority } from '../fairness/options.ts';
 import { workerJobIds } from '../job-ids.ts';

@@ -29,6 +29,7 @@ import {
   subscribeAborts,
 } from '@loopline/queue';
 import type { Logger } from 'pino';
+import { SESSION_ABORT_REASON } from '../abort-reason.ts';
 import type { WorkerDeps } from '../deps.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { interruptTool } from '../step/recover.ts';
@@ -50,14 +51,6 @@ import { notifyParent } from './notify.ts';
 //    interrupted too and their child sessions aborted; if no user message arrived after the
 //    request, the turn is closed with an aborted reply (an empty marker when nothing was in
 //    flight) so decide() exits, and the session goes idle. The request is cleared.
-
-/** The reason a cancelled step job's signal carries (a lost lease carries another). */
-export const SESSION_ABORT_REASON = 'loopline: session aborted';
-
-/** The step's signal fired because of POST …/abort, not because the lease was lost. */
-export function isUserAbort(signal: AbortSignal): boolean {
-  return signal.aborted && signal.reason === SESSION_ABORT_REASON;
-}
 
 /** The step jobs this process runs, by session: what a broadcast cancels. */
 export class SessionJobs {

@@ -5,12 +5,9 @@ import {
   deferredCalls,
   ingestCap,
   type LateResult,
-  newId,
-  type Part,
-  resolveToolPart,
   type ToolPart,
 } from '@loopline/core';
-import { getSession, loadHistory, saveToolOutput, setSessionStatus, updatePart } from '@loopline/db';
+import { getSession, loadHistory, setSessionStatus, writeLateToolResult } from '@loopline/db';
 import { controlJobIds, jobIds, PRIORITY } from '@loopline/queue';
 import type { Logger } from 'pino';
 import type { WorkerDeps } from '../deps.ts';
@@ -61,26 +58,17 @@ export async function settleDeferred(
   const toolOutput = ctx.agent.toolOutput;
   await writer.write(async (trx, emit) => {
     for (const { part, result } of ready) {
-      const done = resolveToolPart(part, result, {
+      const done = await writeLateToolResult(trx, {
+        tenantId,
+        sessionId,
+        call: part,
+        result,
         now,
-        outputId: newId('out'),
         toolOutput,
         tokenizer: deps.tokenizer,
         maxTokens: ingestCap(ctx.agent),
       });
-      if (done.full) {
-        await saveToolOutput(trx, {
-          id: done.full.outputId,
-          tenantId,
-          sessionId,
-          partId: part.id,
-          callId: part.callId,
-          content: done.full.content,
-          retentionDays: toolOutput.retentionDays,
-        });
-      }
-      await updatePart(trx, tenantId, done.part as Part);
-      emit({ type: 'part.updated', part: done.part });
+      emit({ type: 'part.updated', part: done });
     }
   });
   log.info({ settled: ready.map((r) => r.part.callId) }, 'deferred tool calls answered');

@@ -1,5 +1,4 @@
 import { PRIORITY } from '@loopline/queue';
-import type { WorkerDeps } from '../deps.ts';
 
 // Fairness settings of a worker process: the deployment defaults a tenant's own limits override
 // (tenants.settings.limits), and the timings of the semaphore, the token window and batch items.
@@ -28,7 +27,8 @@ export const defaultFairness: FairnessOptions = {
   batchPollMs: 15_000,
 };
 
-export function fairnessOf(deps: WorkerDeps): FairnessOptions {
+/** The fairness in effect: the deps' own settings over the defaults (asks only for `fairness`). */
+export function fairnessOf(deps: { fairness?: Partial<FairnessOptions> | undefined }): FairnessOptions {
   return deps.fairness ? { ...defaultFairness, ...deps.fairness } : defaultFairness;
 }
 

@@ -31,7 +31,7 @@ import {
 } from '@loopline/db';
 import { type LlmEvent, streamStep } from '@loopline/llm';
 import type { Logger } from 'pino';
-import { isUserAbort } from '../control/abort.ts';
+import { isUserAbort } from '../abort-reason.ts';
 import type { WorkerDeps } from '../deps.ts';
 import { secondsSince } from '../metrics.ts';
 import { modelFor } from '../model-endpoint.ts';

@@ -1,80 +1,51 @@
 import type { AgentConfig } from '@loopline/core';
-import { sql } from 'kysely';
 import type { Db } from '../client.ts';
-import { toJson } from '../tables/columns.ts';
-import { type AgentInfo, toAgent } from './mappers.ts';
+import type { AgentInfo } from './mappers.ts';
+import {
+  deleteNamedConfig,
+  getNamedConfig,
+  getNamedSecret,
+  listNamedConfigs,
+  type NamedConfigKind,
+  putNamedConfig,
+} from './named-configs.ts';
 
-// Agents: named, versioned configurations of a tenant. The caller validates the config with
-// core's AgentConfig; a put with an unchanged config and credential is a no-op (the version
-// stays). The sealed credential lives in its own column: AgentInfo (what GET returns) never
-// carries it.
+// Agents: named, versioned configurations of a tenant (named-configs.ts does the storage). The
+// sealed model credential is replaced by every put (a changed one is a change, null clears it);
+// AgentInfo (what GET returns) never carries it.
 
+const AGENTS: NamedConfigKind = { table: 'agents', secret: 'credential', onPut: 'replace' };
+
+/** Creates or updates the agent; `credential` is the sealed model key for config.baseURL (null: none). */
 export async function putAgent(
   db: Db,
   tenantId: string,
   name: string,
   config: AgentConfig,
-  /** The sealed model credential for config.baseURL (null: none). */
   credential: string | null = null,
 ): Promise<{ agent: AgentInfo; created: boolean }> {
-  const row = await db
-    .insertInto('agents')
-    .values({ tenant_id: tenantId, name, config: toJson(config), credential })
-    .onConflict((oc) =>
-      oc
-        .columns(['tenant_id', 'name'])
-        .doUpdateSet((eb) => ({
-          config: eb.ref('excluded.config'),
-          credential: eb.ref('excluded.credential'),
-          version: eb('agents.version', '+', 1),
-          updated_at: sql<Date>`now()`,
-        }))
-        .where((eb) =>
-          eb.or([
-            eb('agents.config', 'is distinct from', eb.ref('excluded.config')),
-            eb('agents.credential', 'is distinct from', eb.ref('excluded.credential')),
-          ]),
-        ),
-    )
-    .returningAll()
-    .executeTakeFirst();
-  if (row) return { agent: toAgent(row), created: row.version === 1 };
-  const existing = await getAgent(db, tenantId, name);
-  if (!existing) throw new Error(`agent ${name} vanished during put`);
-  return { agent: existing, created: false };
+  const { item, created } = await putNamedConfig(db, AGENTS, tenantId, name, config, credential);
+  return { agent: item, created };
 }
 
-export async function getAgent(db: Db, tenantId: string, name: string): Promise<AgentInfo | undefined> {
-  const row = await db
-    .selectFrom('agents')
-    .selectAll()
-    .where('tenant_id', '=', tenantId)
-    .where('name', '=', name)
-    .executeTakeFirst();
-  return row ? toAgent(row) : undefined;
+export function getAgent(db: Db, tenantId: string, name: string): Promise<AgentInfo | undefined> {
+  return getNamedConfig<AgentConfig>(db, AGENTS, tenantId, name);
 }
 
-export async function listAgents(db: Db, tenantId: string): Promise<AgentInfo[]> {
-  const rows = await db
-    .selectFrom('agents')
-    .selectAll()
-    .where('tenant_id', '=', tenantId)
-    .orderBy('name')
-    .execute();
-  return rows.map(toAgent);
+export function listAgents(db: Db, tenantId: string): Promise<AgentInfo[]> {
+  return listNamedConfigs<AgentConfig>(db, AGENTS, tenantId);
 }
 
 /** The sealed model credential of an agent (undefined: no such agent; null: none stored). */
-export async function getAgentCredential(
+export function getAgentCredential(
   db: Db,
   tenantId: string,
   name: string,
 ): Promise<string | null | undefined> {
-  const row = await db
-    .selectFrom('agents')
-    .select('credential')
-    .where('tenant_id', '=', tenantId)
-    .where('name', '=', name)
-    .executeTakeFirst();
-  return row ? row.credential : undefined;
+  return getNamedSecret(db, AGENTS, tenantId, name);
+}
+
+/** Deletes an agent definition; false when there was none. Sessions keep their own copy of its config. */
+export function deleteAgent(db: Db, tenantId: string, name: string): Promise<boolean> {
+  return deleteNamedConfig(db, AGENTS, tenantId, name);
 }

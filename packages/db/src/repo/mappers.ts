@@ -8,13 +8,13 @@ import type {
   ToolConfig,
   Usage,
 } from '@loopline/core';
-import type { AgentRow, ToolRow } from '../tables/agent.table.ts';
 import type { CompactionReason, CompactionRow, CompactionStatus } from '../tables/compaction.table.ts';
 import type { MessageInfo, MessageRow } from '../tables/message.table.ts';
 import type { PartData, PartRow } from '../tables/part.table.ts';
 import type { LastUsage, SessionRow } from '../tables/session.table.ts';
 import type { StepEstimate, StepKind, StepOutcome, StepRow } from '../tables/step.table.ts';
 import type { TenantRow } from '../tables/tenant.table.ts';
+import type { NamedConfig } from './named-configs.ts';
 
 // Rows ↔ domain shapes, in one place. messages.info holds the Message minus id/sessionId/seq/
 // reverted; parts.data holds the Part minus id/sessionId/messageId/tokens. Reads are not
@@ -57,41 +57,8 @@ export function toTenant(row: TenantRow): TenantInfo {
   return { id: row.id, name: row.name, settings: row.settings, createdAt: row.created_at };
 }
 
-export interface AgentInfo {
-  name: string;
-  config: AgentConfig;
-  version: number;
-  createdAt: Date;
-  updatedAt: Date;
-}
-
-export interface ToolInfo {
-  name: string;
-  config: ToolConfig;
-  version: number;
-  createdAt: Date;
-  updatedAt: Date;
-}
-
-export function toAgent(row: AgentRow): AgentInfo {
-  return {
-    name: row.name,
-    config: row.config,
-    version: row.version,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  };
-}
-
-export function toTool(row: ToolRow): ToolInfo {
-  return {
-    name: row.name,
-    config: row.config,
-    version: row.version,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  };
-}
+export type AgentInfo = NamedConfig<AgentConfig>;
+export type ToolInfo = NamedConfig<ToolConfig>;
 
 export interface SessionInfo {
   id: string;

@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import type { Db, Trx } from '../client.ts';
 
 // DELETE /v1/sessions/:id: a data-deletion request removes the session and everything stored for
@@ -86,36 +85,4 @@ export async function deleteSessionTree(
       await trx.deleteFrom('sessions').where('tenant_id', '=', tenantId).where('id', '=', id).execute();
     return { deleted: true, sessionIds: ids };
   });
-}
-
-/** Deletes an agent definition; false when there was none. Sessions keep their own copy of its config. */
-export async function deleteAgent(db: Db, tenantId: string, name: string): Promise<boolean> {
-  const r = await db
-    .deleteFrom('agents')
-    .where('tenant_id', '=', tenantId)
-    .where('name', '=', name)
-    .executeTakeFirst();
-  return r.numDeletedRows > 0n;
-}
-
-/** Agents of the tenant whose configuration names the tool. */
-export async function agentsUsingTool(db: Db, tenantId: string, tool: string): Promise<string[]> {
-  const rows = await db
-    .selectFrom('agents')
-    .select('name')
-    .where('tenant_id', '=', tenantId)
-    .where(sql<boolean>`config -> 'tools' @> ${JSON.stringify([tool])}::jsonb`)
-    .orderBy('name')
-    .execute();
-  return rows.map((r) => r.name);
-}
-
-/** Deletes a tool definition; false when there was none. */
-export async function deleteTool(db: Db, tenantId: string, name: string): Promise<boolean> {
-  const r = await db
-    .deleteFrom('tools')
-    .where('tenant_id', '=', tenantId)
-    .where('name', '=', name)
-    .executeTakeFirst();
-  return r.numDeletedRows > 0n;
 }

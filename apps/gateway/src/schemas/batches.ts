@@ -1,8 +1,8 @@
 import { z } from 'zod';
 
 // Request and response schemas of batches: the JSON body (and each JSONL line),
-// the batch view with its counts, and the JSONL results. Kept beside schemas.ts; like it, no
-// .transform() in response schemas.
+// the batch view with its counts, and the JSONL results (routes/batches.ts). No .transform() in
+// response schemas (shared.ts says why).
 
 const Timestamp = z.string().describe('ISO 8601 timestamp');
 const Metadata = z.record(z.string(), z.unknown()).describe('Free-form JSON, returned as is');

@@ -2,7 +2,7 @@ import { WEBHOOK_EVENT_TYPES } from '@loopline/queue';
 import { z } from 'zod';
 
 // Request and response schemas of event webhooks (PUT /v1/webhooks/:name and the deliveries).
-// Kept beside schemas.ts; like it, no .transform() in response schemas.
+// (routes/webhooks.ts). No .transform() in response schemas (shared.ts says why).
 
 const Timestamp = z.string().describe('ISO 8601 timestamp');
 

@@ -1,17 +1,18 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { envTable } from '@loopline/core';
-import { gatewayEnv } from '../../gateway/src/config.ts';
-import { workerEnv } from '../../worker/src/config.ts';
-import { demoEnv } from './config.ts';
+import { demoEnv } from '../apps/cli/src/config.ts';
+import { gatewayEnv } from '../apps/gateway/src/config.ts';
+import { workerEnv } from '../apps/worker/src/config.ts';
 
 // The README's configuration table, rendered from the processes' environment schemas (a test,
-// test/security/config-env.test.ts, fails when the README and the schemas disagree).
-//   node apps/cli/src/env-table.ts          print the table
-//   node apps/cli/src/env-table.ts --write  replace it in README.md
+// test/security/config-env.test.ts, fails when the README and the schemas disagree). Repository
+// tooling, not a part of any app: it reads all three apps' schemas, which no app may do.
+//   node scripts/env-table.ts          print the table
+//   node scripts/env-table.ts --write  replace it in README.md
 
-export const README = new URL('../../../README.md', import.meta.url);
+export const README = new URL('../README.md', import.meta.url);
 export const BEGIN =
-  '<!-- env-table: generated from the config schemas by `node apps/cli/src/env-table.ts --write` -->';
+  '<!-- env-table: generated from the config schemas by `node scripts/env-table.ts --write` -->';
 export const END = '<!-- /env-table -->';
 
 export const renderEnvTable = (): string =>

@@ -1,9 +1,8 @@
-import { ErrorData, SessionKind, SessionStatus, WithParts } from '@loopline/core';
+import { ErrorData, SessionKind, SessionStatus } from '@loopline/core';
 import { z } from 'zod';
-import { AcceptedMessage, ID_PATTERN, NAME_PATTERN } from './schemas.ts';
+import { ID_PATTERN, NAME_PATTERN } from './shared.ts';
 
-// Schemas of the session listing, deletion, history pages and `Prefer: wait` (beside schemas.ts,
-// which the other routes share). Like it, no .transform() in response schemas.
+// Schemas of the session listing, children and deletion (routes/session-list.ts).
 
 const Timestamp = z.string().describe('ISO 8601 timestamp');
 const MAX_METADATA_FILTER = 2_000;
@@ -112,95 +111,3 @@ export const DeletedSession = z
   })
   .describe('Everything stored for the session is gone')
   .meta({ example: { deleted: true, sessionIds: ['ses_01JQ8Z9'] } });
-
-export const DeletedDefinition = z
-  .object({ deleted: z.literal(true), name: z.string() })
-  .describe('The definition is gone')
-  .meta({ example: { deleted: true, name: 'researcher' } });
-
-const Seq = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
-
-export const MessagesPageQuery = z.strictObject({
-  view: z
-    .enum(['log', 'model'])
-    .default('log')
-    .describe('log: the full append-only history; model: exactly what the model would see next'),
-  after: Seq.optional().describe('view=log: only messages with a greater seq'),
-  before: Seq.optional().describe(
-    'view=log: only messages with a smaller seq (the newest of them first in page)',
-  ),
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(1000)
-    .optional()
-    .describe('view=log: at most this many messages (1–1000); with before, the newest ones before it'),
-});
-
-export const WaitHeaders = z.looseObject({
-  prefer: z
-    .string()
-    .regex(/^\s*wait\s*=\s*\d{1,3}\s*$/i, 'Prefer must be wait=<seconds> (0–120)')
-    .optional()
-    .describe('wait=N (seconds, at most 120): answer 200 with the finished turn if it ends within N s'),
-});
-
-export const FinishedTurn = z
-  .object({
-    message: AcceptedMessage.shape.message,
-    session: z.object({ id: z.string(), status: SessionStatus }),
-    reply: z
-      .object({
-        messages: z.array(WithParts).describe('Assistant messages of the turn, oldest first'),
-        text: z.string().nullable().describe('Text of the last assistant message with text'),
-      })
-      .describe('What the agent answered'),
-  })
-  .describe('The message was stored and its turn finished within the Prefer: wait time')
-  .meta({
-    example: {
-      message: {
-        info: {
-          id: 'msg_01',
-          sessionId: 'ses_01',
-          seq: 1,
-          time: { created: 1777629600000 },
-          role: 'user',
-          agent: 'researcher',
-        },
-        parts: [
-          { id: 'prt_01', sessionId: 'ses_01', messageId: 'msg_01', tokens: 2, type: 'text', text: 'Hi' },
-        ],
-      },
-      session: { id: 'ses_01', status: 'idle' },
-      reply: {
-        messages: [
-          {
-            info: {
-              id: 'msg_02',
-              sessionId: 'ses_01',
-              seq: 2,
-              time: { created: 1777629600400, completed: 1777629601100 },
-              role: 'assistant',
-              parentId: 'msg_01',
-              finish: 'stop',
-              model: 'openai/gpt-4.1-mini',
-              agent: 'researcher',
-            },
-            parts: [
-              {
-                id: 'prt_02',
-                sessionId: 'ses_01',
-                messageId: 'msg_02',
-                tokens: 3,
-                type: 'text',
-                text: 'Hello!',
-              },
-            ],
-          },
-        ],
-        text: 'Hello!',
-      },
-    },
-  });

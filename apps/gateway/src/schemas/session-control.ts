@@ -1,9 +1,9 @@
 import { SessionStatus, WithParts } from '@loopline/core';
 import { z } from 'zod';
 
-// Request and response schemas of session control: abort, client tool results and the
-// pending client calls a session view lists. Kept beside schemas.ts (which imports
-// PendingToolCall for SessionView); like it, no .transform() in response schemas.
+// Request and response schemas of session control (routes/session-control.ts): abort, client
+// tool results and the pending client calls a session view lists (sessions.ts imports
+// PendingToolCall). No .transform() in response schemas (shared.ts says why).
 
 const Timestamp = z.string().describe('ISO 8601 timestamp');
 

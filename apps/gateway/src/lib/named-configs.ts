@@ -1,0 +1,88 @@
+import type { Db, NamedConfig } from '@loopline/db';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { z } from 'zod';
+import { tenantOf } from '../plugins/auth.ts';
+import { DeletedDefinition, NameParam, withErrors } from '../schemas/shared.ts';
+import { notFound } from './http-error.ts';
+import { iso, isValidName } from './sessions.ts';
+
+// The read and delete routes of a tenant's named configurations, agents and tools alike: GET
+// /<plural>/:name, GET /<plural>, DELETE /<plural>/:name. Each kind brings its store functions,
+// its schemas and its words; PUT stays with the kind (what it checks and seals differs).
+
+type App = Parameters<FastifyPluginAsyncZod>[0];
+type Docs = { summary: string; description: string };
+
+export interface NamedConfigRoutes<C> {
+  /** 'agent' or 'tool': the not-found message and the log field. */
+  noun: 'agent' | 'tool';
+  /** 'agents' or 'tools': the path and the list's field. */
+  plural: 'agents' | 'tools';
+  view: z.ZodType;
+  list: z.ZodType;
+  get: (db: Db, tenantId: string, name: string) => Promise<NamedConfig<C> | undefined>;
+  all: (db: Db, tenantId: string) => Promise<NamedConfig<C>[]>;
+  remove: (db: Db, tenantId: string, name: string) => Promise<boolean>;
+  /** Refuses a delete by throwing (a tool that an agent still names). */
+  beforeDelete?: (tenantId: string, name: string) => Promise<void>;
+  docs: { get: Docs; list: Docs; delete: Docs };
+}
+
+/** The API's view of a stored named config. */
+export function namedView<C>(item: NamedConfig<C>) {
+  return {
+    name: item.name,
+    config: item.config,
+    version: item.version,
+    createdAt: iso(item.createdAt),
+    updatedAt: iso(item.updatedAt),
+  };
+}
+
+/** Registers GET one, GET all and DELETE for a kind of named config, after its PUT. */
+export function namedConfigRoutes<C>(app: App, kind: NamedConfigRoutes<C>): void {
+  const { db } = app.deps;
+  const tags = [kind.plural];
+
+  app.get(
+    `/${kind.plural}/:name`,
+    { schema: { tags, ...kind.docs.get, params: NameParam, response: withErrors({ 200: kind.view }) } },
+    async (request) => {
+      const { name } = request.params;
+      const item = isValidName(name) ? await kind.get(db, tenantOf(request).id, name) : undefined;
+      if (!item) throw notFound(kind.noun, name);
+      return namedView(item);
+    },
+  );
+
+  app.get(
+    `/${kind.plural}`,
+    { schema: { tags, ...kind.docs.list, response: withErrors({ 200: kind.list }) } },
+    async (request) => ({ [kind.plural]: (await kind.all(db, tenantOf(request).id)).map(namedView) }),
+  );
+
+  app.delete(
+    `/${kind.plural}/:name`,
+    {
+      schema: {
+        tags,
+        ...kind.docs.delete,
+        params: NameParam,
+        response: withErrors({ 200: DeletedDefinition }),
+      },
+    },
+    async (request) => {
+      const { name } = request.params;
+      const tenantId = tenantOf(request).id;
+      if (!isValidName(name)) throw notFound(kind.noun, name);
+      if (kind.beforeDelete) {
+        // Unknown first (404), then the kind's refusal (409), then the delete.
+        if (!(await kind.get(db, tenantId, name))) throw notFound(kind.noun, name);
+        await kind.beforeDelete(tenantId, name);
+      }
+      if (!(await kind.remove(db, tenantId, name))) throw notFound(kind.noun, name);
+      request.log.info({ tenantId, [kind.noun]: name }, `${kind.noun} deleted`);
+      return { deleted: true as const, name };
+    },
+  );
+}

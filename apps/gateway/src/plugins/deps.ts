@@ -1,0 +1,23 @@
+import type { Tokenizer } from '@loopline/core';
+import { createTokenizer } from '@loopline/llm';
+import type { FastifyInstance } from 'fastify';
+import type { GatewayDeps } from '../deps.ts';
+import type { GatewayMetrics } from '../metrics.ts';
+
+// The `deps` decorator, and with it `AppDeps` and the Fastify type augmentation (Fastify's
+// convention: the type lives beside the plugin that decorates). Routes and lib/ take the type from
+// here, not from app.ts, which imports every route.
+
+/** deps with the tokenizer resolved (o200k_base tiktoken unless one was injected) and the metrics. */
+export type AppDeps = GatewayDeps & { tokenizer: Tokenizer; metrics: GatewayMetrics };
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    deps: AppDeps;
+  }
+}
+
+/** Decorates the root instance with `deps`, read by every route as `app.deps`. */
+export function decorateDeps(app: FastifyInstance, deps: GatewayDeps, metrics: GatewayMetrics): void {
+  app.decorate('deps', { ...deps, tokenizer: deps.tokenizer ?? createTokenizer('o200k_base'), metrics });
+}

@@ -1,0 +1,57 @@
+import { z } from 'zod';
+
+// What every route's schemas share: the error body and the error responses a route documents, the
+// name and id patterns and parameters, timestamps and metadata. No .transform() in a response
+// schema: the type provider serializes with zod encode(), which refuses unidirectional
+// transforms, so dates leave the handlers as ISO strings.
+
+export const ErrorResponse = z
+  .object({
+    error: z.object({
+      code: z.string().describe('Stable machine-readable code, e.g. validation_error, not_found'),
+      message: z.string().describe('Human-readable explanation'),
+      details: z.unknown().optional().describe('Structured details, e.g. the failed validation issues'),
+    }),
+  })
+  .describe('Every error response')
+  .meta({ example: { error: { code: 'not_found', message: 'session "ses_x" not found' } } });
+
+const errors = {
+  400: ErrorResponse,
+  401: ErrorResponse,
+  404: ErrorResponse,
+  409: ErrorResponse,
+  413: ErrorResponse,
+  415: ErrorResponse,
+  429: ErrorResponse,
+} as const;
+
+/** The error responses a route documents: the common ones plus those it names. */
+export function withErrors<T extends Record<number, z.ZodType>>(ok: T) {
+  return { ...ok, ...errors };
+}
+
+export const NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
+/** Ids Loopline hands out (prefixed, url-safe); anything else cannot exist and is a 404. */
+export const ID_PATTERN = /^[a-zA-Z0-9_-]{1,128}$/;
+
+export const NameParam = z.object({
+  name: z.string().describe('Agent or tool name: letters, digits, "_" and "-", 1–64 characters'),
+});
+export const PutNameParam = z.object({
+  name: z
+    .string()
+    .regex(NAME_PATTERN, 'name must match ^[a-zA-Z0-9_-]{1,64}$')
+    .describe('Agent or tool name: letters, digits, "_" and "-", 1–64 characters'),
+});
+export const IdParam = z.object({ id: z.string().describe('Session id (ses_…)') });
+
+export const Timestamp = z.string().describe('ISO 8601 timestamp');
+export const Metadata = z
+  .record(z.string(), z.unknown())
+  .describe('Free-form JSON kept with the session, returned as is');
+
+export const DeletedDefinition = z
+  .object({ deleted: z.literal(true), name: z.string() })
+  .describe('The definition is gone')
+  .meta({ example: { deleted: true, name: 'researcher' } });
