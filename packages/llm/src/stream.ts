@@ -5,6 +5,7 @@
 // provider failures become an `error` event: it never throws. An abort cancels the stream at once.
 
 import { shapeForTemplate } from '@loopline/core';
+import { InvalidArgumentError } from 'ai';
 import { type ClassifiedError, classifyError } from './errors.ts';
 import type { LlmEvent } from './events.ts';
 import { endModelSpan, startModelSpan } from './model-tracing.ts';
@@ -53,6 +54,15 @@ export async function* streamStep(req: StepRequest): AsyncGenerator<LlmEvent, vo
   };
   try {
     signal?.throwIfAborted();
+    // What streamText checked before the call: an output limit below one token is a bug of the
+    // caller (terminal), not something to send and have refused as a bare 400.
+    const max = req.maxOutputTokens;
+    if (max !== undefined && (!Number.isInteger(max) || max < 1))
+      throw new InvalidArgumentError({
+        parameter: 'maxOutputTokens',
+        value: max,
+        message: 'maxOutputTokens must be an integer >= 1',
+      });
     // Strict templates: same-role runs merged, system text folded into the first user message.
     const shaped = req.template
       ? shapeForTemplate(req.system, req.messages as Parameters<typeof shapeForTemplate>[1], req.template)

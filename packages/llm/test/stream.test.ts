@@ -331,6 +331,12 @@ describe.each([
     else expect(body.stream_options).toEqual({ include_usage: true });
   });
 
+  it('refuses an output limit below one token as terminal, without a request', async () => {
+    const events = await step({}, { maxOutputTokens: 0 });
+    expect(lastError(events)).toMatchObject({ kind: 'terminal', code: 'AI_InvalidArgumentError' });
+    expect(mock.calls).toHaveLength(0);
+  });
+
   it('never throws when the server is unreachable', async () => {
     const unreachable = createModel(ref, { apiKey: 'k', baseURL: 'http://127.0.0.1:1/v1' });
     const events = await collect(
