@@ -13,12 +13,16 @@ import {
 // bench chain (text + one read_output call per step, STEPS steps) on in-process workers with the
 // production settings, and the worker's named connections are counted (lib/counters.ts).
 //   node bench/step-statements.ts [steps=40]
+// READ_OUTPUT=1: the agent lists read_output, so each step's call is a valid one that runs.
 
 const STEPS = Number(process.argv[2] ?? 40);
 const mock = forkChild('lib/mock-child.ts');
 const { url: mockUrl } = (await mock.ready) as { url: string };
 const svc = await startService({ label: 'stmts', mockUrl });
-const tenant = await benchTenant(svc.db, { maxSteps: STEPS });
+const tenant = await benchTenant(svc.db, {
+  maxSteps: STEPS,
+  ...(process.env.READ_OUTPUT === '1' ? { tools: ['read_output'] } : {}),
+});
 svc.startWorkers();
 
 async function run() {
