@@ -18,6 +18,7 @@ import { figureArgs } from '../lib/args.ts';
 import { bareChain, CEILING_CONNECTION_NAME, createChainTable, periods } from '../lib/bare-chain.ts';
 import { counts, installCounters, resetCounts, topShapes } from '../lib/counters.ts';
 import { type CpuProfile, saveProfile, startProfiler, summarizeProfile } from '../lib/cpuprofile.ts';
+import { durableSessions, durableWork } from '../lib/durable-step.ts';
 import { forkChild, OUT_DIR } from '../lib/proc.ts';
 import { emit, type FigureResult, log, ratioOf } from '../lib/result.ts';
 import {
@@ -34,7 +35,10 @@ import { fmt, median, percentile, summarize } from '../lib/stats.ts';
 // (steps.started_at, taken in the step's first transaction), minus the model's share of the step
 // (the same request replayed against the mock from a plain client). Each step: lock, fence, load
 // history, decide, model call (text + one read_output call), tool, writes, next job.
-// Ceiling: one bare BullMQ chain (Redis lock + one PostgreSQL row + next job), same step count.
+// Ceilings, same step count, interleaved with Loopline in every round: the bare durable step
+// (lib/durable-step.ts: lock, fence bump, one transaction writing a message and three parts, one
+// XADD, next job), and the old bare chain (lock + one PostgreSQL row + next job), kept as an extra
+// row. CPU per step (process CPU of this process, where the worker runs) next to wall time.
 // With --profile: the same runs under V8's sampling profiler, summarised for RESULTS.md.
 
 const args = figureArgs({ runs: 5, quickRuns: 3 });
@@ -47,6 +51,7 @@ const svc = await startService({ label: 'step', mockUrl });
 const tenant = await benchTenant(svc.db, { maxSteps: STEPS });
 await createChainTable(svc.db);
 const chainDb = createDb(svc.database.url, { max: 20, applicationName: CEILING_CONNECTION_NAME });
+const durable = await durableSessions(chainDb, (args.runs + 1) * 2);
 svc.startWorkers();
 
 interface LoopRun {
@@ -58,6 +63,8 @@ interface LoopRun {
   commands: number;
   sql: Map<string, number>;
   redis: Map<string, number>;
+  /** Process CPU (user + system) per step, ms. */
+  cpu: number;
 }
 
 async function loopRun(): Promise<LoopRun> {
@@ -65,8 +72,10 @@ async function loopRun(): Promise<LoopRun> {
   await mock.request({ type: 'reset' });
   installCounters(WORKER_CONNECTION_NAME);
   resetCounts();
+  const cpu0 = process.cpuUsage();
   await send(svc.url, tenant, sessionId!, 'Run the bench chain.');
   const final = await waitIdle(svc.db, tenant.tenantId, sessionId!);
+  const cpu = process.cpuUsage(cpu0);
   const c = counts();
   if (final.status !== 'idle') throw new Error(`session ended ${final.status}: ${final.statusDetail}`);
   const { rows } = await sql<{ ms: number }>`
@@ -90,41 +99,79 @@ async function loopRun(): Promise<LoopRun> {
     commands: c.commands,
     sql: c.sql,
     redis: c.redis,
+    cpu: (cpu.user + cpu.system) / 1000 / starts.length,
   };
 }
 
+interface CeilingRun {
+  periods: number[];
+  queries: number;
+  commands: number;
+  /** Process CPU per job, ms. */
+  cpu: number;
+}
+
 let ceilingRuns = 0;
-async function ceilingOnce(): Promise<{ periods: number[]; queries: number; commands: number }> {
+async function ceilingOnce(kind: 'row' | 'durable' = 'row'): Promise<CeilingRun> {
   // A fresh chain (and queue) per run, so that finished() belongs to this run.
-  const own = bareChain({ db: chainDb, namespace: `${svc.namespace}-c${ceilingRuns++}`, concurrency: 16 });
+  const n = ceilingRuns++;
+  const namespace = `${svc.namespace}-c${n}`;
+  const session = durable[n % durable.length]!;
+  const own = bareChain({
+    db: chainDb,
+    namespace,
+    concurrency: 16,
+    ...(kind === 'durable'
+      ? {
+          work: (connection) => durableWork(chainDb, connection, svc.keys, [session]),
+          lockId: () => session.sessionId,
+          releaseFirst: true,
+        }
+      : {}),
+  });
   installCounters(CEILING_CONNECTION_NAME);
   resetCounts();
+  const cpu0 = process.cpuUsage();
   await own.start(1, STEPS);
   await own.finished();
+  const cpu = process.cpuUsage(cpu0);
   const c = counts();
   await own.close();
-  return { periods: periods(own.starts), queries: c.queries, commands: c.commands };
+  return {
+    periods: periods(own.starts),
+    queries: c.queries,
+    commands: c.commands,
+    cpu: (cpu.user + cpu.system) / 1000 / STEPS,
+  };
 }
 
 log(`step overhead: ${args.runs} runs of ${STEPS} steps (warm-up first)`);
 await loopRun(); // warm-up: JIT, pools, prepared connections
+await ceilingOnce('durable');
 await ceilingOnce();
 
 let stopProfile: (() => Promise<CpuProfile>) | undefined;
 if (args.profile) stopProfile = await startProfiler();
 const loops: LoopRun[] = [];
-const ceilings: Array<{ periods: number[]; queries: number; commands: number }> = [];
+const ceilings: CeilingRun[] = [];
+const durables: CeilingRun[] = [];
+const none: CeilingRun = { periods: [1], queries: 0, commands: 0, cpu: 0 };
 for (let r = 0; r < args.runs; r++) {
   const loop = await loopRun();
   loops.push(loop);
-  const ceiling = args.profile ? { periods: [1], queries: 0, commands: 0 } : await ceilingOnce();
+  const d = args.profile ? none : await ceilingOnce('durable');
+  durables.push(d);
+  const ceiling = args.profile ? none : await ceilingOnce();
   ceilings.push(ceiling);
   log(
     `  run ${r + 1}: period p50 ${fmt(percentile(loop.periods, 50))} ms, model ${fmt(median(loop.model))} ms, ` +
-      `overhead p50 ${fmt(percentile(loop.overhead, 50))} / p99 ${fmt(percentile(loop.overhead, 99))} ms` +
+      `overhead p50 ${fmt(percentile(loop.overhead, 50))} / p99 ${fmt(percentile(loop.overhead, 99))} ms, ` +
+      `CPU ${fmt(loop.cpu)} ms/step` +
       (args.profile
         ? ''
-        : `; ceiling p50 ${fmt(percentile(ceiling.periods, 50))} / p99 ${fmt(percentile(ceiling.periods, 99))} ms`),
+        : `; durable step p50 ${fmt(percentile(d.periods, 50))} / p99 ${fmt(percentile(d.periods, 99))} ms ` +
+          `(CPU ${fmt(d.cpu)} ms); bare chain p50 ${fmt(percentile(ceiling.periods, 50))} / p99 ` +
+          `${fmt(percentile(ceiling.periods, 99))} ms`),
   );
 }
 const profile = stopProfile ? await stopProfile() : undefined;
@@ -216,6 +263,11 @@ if (args.profile) {
     (chainCpu.user + chainCpu.system) / 1000 / (chainRun.periods.length + 1),
     '1',
   ]);
+  budget.push([
+    'bare durable step job (BullMQ fetch/finish, lock, fence bump, message + 3 parts, XADD, next job)',
+    (await ceilingOnce('durable')).cpu,
+    '1',
+  ]);
 }
 
 await chainDb.destroy();
@@ -235,11 +287,19 @@ const commandsPerStep = perStep(loops.reduce((s, l) => s + l.commands, 0));
 const ceilingSteps = ceilings.reduce((s, c) => s + c.periods.length + 1, 0);
 const ceilingQueries = ceilings.reduce((s, c) => s + c.queries, 0) / ceilingSteps;
 const ceilingCommands = ceilings.reduce((s, c) => s + c.commands, 0) / ceilingSteps;
+const durableSteps = durables.reduce((s, c) => s + c.periods.length + 1, 0);
+const durableQueries = durables.reduce((s, c) => s + c.queries, 0) / durableSteps;
+const durableCommands = durables.reduce((s, c) => s + c.commands, 0) / durableSteps;
 
 const p50 = loops.map((l) => percentile(l.overhead, 50));
 const p99 = loops.map((l) => percentile(l.overhead, 99));
 const c50 = ceilings.map((c) => percentile(c.periods, 50));
 const c99 = ceilings.map((c) => percentile(c.periods, 99));
+const d50 = durables.map((c) => percentile(c.periods, 50));
+const d99 = durables.map((c) => percentile(c.periods, 99));
+const cpuLoop = loops.map((l) => l.cpu);
+const cpuDurable = durables.map((c) => c.cpu);
+const cpuChain = ceilings.map((c) => c.cpu);
 
 const queryTable = [
   '| per step | statement (normalised) |',
@@ -325,41 +385,71 @@ if (profile) {
         figure: 'step overhead p50, 1 session',
         unit: 'ms',
         loopline: summarize(p50),
-        ceilingLabel: 'bare chain period p50',
-        ceiling: summarize(c50),
-        ratio: ratioOf(p50, c50),
+        ceilingLabel: 'bare durable step period p50',
+        ceiling: summarize(d50),
+        ratio: ratioOf(p50, d50),
         target: '≤ 2× ceiling',
-        met: ratioOf(p50, c50).median <= 2,
+        met: ratioOf(p50, d50).median <= 2,
       },
       {
         figure: 'step overhead p99, 1 session',
         unit: 'ms',
         loopline: summarize(p99),
-        ceilingLabel: 'bare chain period p99',
-        ceiling: summarize(c99),
-        ratio: ratioOf(p99, c99),
-        target: '≤ 20 ms',
-        met: median(p99) <= 20,
+        ceilingLabel: 'bare durable step period p99',
+        ceiling: summarize(d99),
+        ratio: ratioOf(p99, d99),
+        target: '≤ 4× ceiling',
+        met: ratioOf(p99, d99).median <= 4,
+      },
+      {
+        figure: 'step overhead p50, 1 session (old ceiling)',
+        unit: 'ms',
+        loopline: summarize(p50),
+        ceilingLabel: 'bare chain period p50 (lock + one row)',
+        ceiling: summarize(c50),
+        ratio: ratioOf(p50, c50),
+        target: '—',
+        met: null,
+      },
+      {
+        figure: 'step CPU per step, 1 session',
+        unit: 'ms',
+        loopline: summarize(cpuLoop),
+        ceilingLabel: 'bare durable step CPU per step',
+        ceiling: summarize(cpuDurable),
+        ratio: ratioOf(cpuLoop, cpuDurable),
+        target: '—',
+        met: null,
+        note: 'process CPU (user + system) of the process running the worker, per step',
       },
     ],
     details: [
       `${args.runs} runs; each run is one new session whose loop makes ${STEPS} model calls (agent maxSteps ` +
         `${STEPS}: ${STEPS - 1} steps that answer "Checking." plus one read_output call, then the wrap-up), ` +
-        'and one bare chain of the same length. Step overhead = period between consecutive steps ' +
+        'then one bare durable step chain and one bare chain of the same length (lib/durable-step.ts, ' +
+        'lib/bare-chain.ts), in this order every run. Step overhead = period between consecutive steps ' +
         '(steps.started_at) minus the model round trip of that step (the recorded request replayed to the ' +
         `mock from a plain HTTP client). With ${STEPS - 1} periods per run, a run's p99 is its slowest step.`,
       '',
-      '| run | step period p50 / p99 / max | model round trip p50 | overhead p50 / p99 | ceiling p50 / p99 |',
-      '| ---: | ---: | ---: | ---: | ---: |',
+      'CPU per step is the process CPU (user + system, all threads) of this process while the loop or the ' +
+        'chain runs, divided by its steps: the worker runs in this process (the gateway too, which serves ' +
+        'one POST per run, and the poll of the session row every 100 ms), the mock model in a child process.',
+      '',
+      '| run | step period p50 / p99 / max | model round trip p50 | overhead p50 / p99 | CPU per step | bare durable step p50 / p99 | its CPU per step | bare chain p50 / p99 | its CPU per step |',
+      '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
       ...loops.map(
         (l, i) =>
           `| ${i + 1} | ${fmt(percentile(l.periods, 50))} / ${fmt(percentile(l.periods, 99))} / ` +
           `${fmt(Math.max(...l.periods))} ms | ` +
-          `${fmt(median(l.model))} ms | ${fmt(p50[i]!)} / ${fmt(p99[i]!)} ms | ${fmt(c50[i]!)} / ${fmt(c99[i]!)} ms |`,
+          `${fmt(median(l.model))} ms | ${fmt(p50[i]!)} / ${fmt(p99[i]!)} ms | ${fmt(cpuLoop[i]!)} ms | ` +
+          `${fmt(d50[i]!)} / ${fmt(d99[i]!)} ms | ${fmt(cpuDurable[i]!)} ms | ` +
+          `${fmt(c50[i]!)} / ${fmt(c99[i]!)} ms | ${fmt(cpuChain[i]!)} ms |`,
       ),
       '',
       `Per step: Loopline's worker sends ${fmt(queriesPerStep, 1)} PostgreSQL statements and ` +
-        `${fmt(commandsPerStep, 1)} Redis commands; the ceiling ${fmt(ceilingQueries, 1)} and ${fmt(ceilingCommands, 1)}.`,
+        `${fmt(commandsPerStep, 1)} Redis commands; the bare durable step ${fmt(durableQueries, 1)} and ` +
+        `${fmt(durableCommands, 1)}; the bare chain ${fmt(ceilingQueries, 1)} and ${fmt(ceilingCommands, 1)} ` +
+        "(BullMQ's own commands included).",
     ],
     elapsedMs: performance.now() - started,
   };

@@ -2,18 +2,26 @@ import { performance } from 'node:perf_hooks';
 import { createDb, type Db } from '@loopline/db';
 import { acquireLease, JOBS, keySpace, PRIORITY } from '@loopline/queue';
 import { DelayedError, type JobsOptions, Queue, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
 import { sql } from 'kysely';
+import { durableSessions, durableWork } from './durable-step.ts';
 import { redis as newRedis } from './infra.ts';
 import { serveParent } from './proc.ts';
 
-// The bare-machine ceiling of a step: a BullMQ job chain in which each job takes the session
+// The bare-machine ceilings of a step: a BullMQ job chain in which each job takes the session
 // lock (the same Redis lease as Loopline: SET NX PX, renewal timer, compare-and-delete release),
-// writes one PostgreSQL row, and enqueues the next job of its chain with Loopline's step job
-// options (priority, retries, retention). Same Worker settings as Loopline's step worker.
-// Runs in the bench process (one chain) or as a forked child (many chains, for throughput).
+// does its work, and enqueues the next job of its chain with Loopline's step job options
+// (priority, retries, retention). Same Worker settings as Loopline's step worker.
+// Two kinds of work: `row` (the old ceiling: one PostgreSQL row per job) and `durable` (the bare
+// durable step of lib/durable-step.ts: fence bump, one transaction writing a message and three
+// parts, one XADD). Runs in the bench process (one chain) or as a forked child (many chains).
 
 export const CEILING_CONNECTION_NAME = 'bench-chain';
-const QUEUE = 'bench-chain';
+
+export type ChainKind = 'row' | 'durable';
+
+/** What a job does while it holds the lock (chain index, step index within the chain). */
+export type ChainWork = (chain: number, step: number) => Promise<void>;
 
 export async function createChainTable(db: Db): Promise<void> {
   await sql`create table if not exists bench_chain (
@@ -27,6 +35,13 @@ export async function chainRows(db: Db): Promise<number> {
   return rows[0]?.n ?? 0;
 }
 
+/** The old ceiling's work: one INSERT of one small row. */
+export function rowWork(db: Db): ChainWork {
+  return async (chain, step) => {
+    await sql`insert into bench_chain (chain, step) values (${chain}, ${step})`.execute(db);
+  };
+}
+
 export interface BareChain {
   /** Enqueues the first job of `chains` chains; each stops after `steps` jobs (undefined: never). */
   start(chains: number, steps?: number): Promise<void>;
@@ -38,10 +53,30 @@ export interface BareChain {
   close(): Promise<void>;
 }
 
-export function bareChain(opts: { db: Db; namespace: string; concurrency: number }): BareChain {
-  const { db, concurrency } = opts;
+export interface ChainOptions {
+  namespace: string;
+  concurrency: number;
+  /** Default: the row ceiling on `db`. */
+  work?: (connection: Redis) => ChainWork;
+  db?: Db;
+  /** The lock key's session part for a chain (default `chain-<n>`). */
+  lockId?: (chain: number) => string;
+  queue?: string;
+  /**
+   * Release the lock before adding the next job (the durable chain): the next job then never
+   * finds the lock still held and put itself back for the retry delay. The row chain keeps the
+   * old order (add, then release), as it always had.
+   */
+  releaseFirst?: boolean;
+}
+
+export function bareChain(opts: ChainOptions): BareChain {
+  const { concurrency } = opts;
   const keys = keySpace(opts.namespace);
   const connection = newRedis(CEILING_CONNECTION_NAME);
+  const work = opts.work ? opts.work(connection) : rowWork(opts.db!);
+  const lockId = opts.lockId ?? ((chain: number) => `chain-${chain}`);
+  const QUEUE = opts.queue ?? 'bench-chain';
   const queue = new Queue(QUEUE, {
     connection,
     prefix: keys.queuePrefix,
@@ -63,18 +98,23 @@ export function bareChain(opts: { db: Db; namespace: string; concurrency: number
     async (job, token) => {
       const { chain, step } = job.data as { chain: number; step: number };
       starts[chain]!.push(performance.now());
-      const lease = await acquireLease(connection, keys.lock(`chain-${chain}`), { ttlMs: 15_000 });
+      const lease = await acquireLease(connection, keys.lock(lockId(chain)), { ttlMs: 15_000 });
       if (!lease) {
         await job.moveToDelayed(Date.now() + 250, token);
         throw new DelayedError();
       }
+      let released = false;
       try {
-        await sql`insert into bench_chain (chain, step) values (${chain}, ${step})`.execute(db);
+        await work(chain, step);
         completed++;
+        if (opts.releaseFirst) {
+          released = true;
+          await lease.release();
+        }
         if (limit === undefined || step + 1 < limit) await add(chain, step + 1);
         else if (--chainsLeft === 0) onFinished();
       } finally {
-        await lease.release();
+        if (!released) await lease.release();
       }
     },
     {
@@ -114,19 +154,40 @@ export function periods(starts: number[][]): number[] {
   return out;
 }
 
-// Child mode: `BENCH_DB_URL`, `BENCH_NS`, `BENCH_CHAINS`, `BENCH_CONCURRENCY`; runs until SIGTERM.
+// Child mode: `BENCH_DB_URL`, `BENCH_NS`, `BENCH_CHAINS`, `BENCH_CONCURRENCY`, `BENCH_KIND`
+// (row | durable); runs until SIGTERM. Answers `completed` (jobs done so far) and `cpu`
+// (process.cpuUsage, µs).
 async function child() {
   const env = process.env;
+  const kind = (env.BENCH_KIND ?? 'row') as ChainKind;
+  const chains = Number(env.BENCH_CHAINS ?? 100);
   const db = createDb(env.BENCH_DB_URL!, { max: 20, applicationName: CEILING_CONNECTION_NAME });
-  const chain = bareChain({ db, namespace: env.BENCH_NS!, concurrency: Number(env.BENCH_CONCURRENCY ?? 16) });
+  const keys = keySpace(env.BENCH_NS!);
+  const sessions = kind === 'durable' ? await durableSessions(db, chains) : [];
+  const chain = bareChain({
+    namespace: env.BENCH_NS!,
+    concurrency: Number(env.BENCH_CONCURRENCY ?? 16),
+    db,
+    ...(kind === 'durable'
+      ? {
+          work: (connection: Redis) => durableWork(db, connection, keys, sessions),
+          lockId: (c: number) => sessions[c]!.sessionId,
+          releaseFirst: true,
+        }
+      : {}),
+  });
   const stop = async () => {
     await chain.close();
     await db.destroy();
     process.exit(0);
   };
   process.once('SIGTERM', () => void stop());
-  await chain.start(Number(env.BENCH_CHAINS ?? 100));
-  serveParent({ pid: process.pid }, (msg) => (msg.type === 'completed' ? chain.completed() : undefined));
+  await chain.start(chains);
+  serveParent({ pid: process.pid }, (msg) => {
+    if (msg.type === 'completed') return chain.completed();
+    if (msg.type === 'cpu') return process.cpuUsage();
+    return undefined;
+  });
 }
 
 if (import.meta.main) await child();

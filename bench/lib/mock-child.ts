@@ -1,11 +1,14 @@
 import { performance } from 'node:perf_hooks';
 import { type ScenarioInput, startMockLlm } from '@loopline/mock-llm';
+import { type DelayProxy, startDelayProxy } from './delay-proxy.ts';
 import { serveParent } from './proc.ts';
 
 // The mock model in a process of its own (forked by the figures), so its tokenizer does not run
-// on the worker's event loop. Zero latency. Requests: `reset`, `count`, and `replay`, which
-// sends every recorded request again from a plain client and returns each round trip in ms
-// (the model's share of a step, subtracted to get the step overhead).
+// on the worker's event loop. Zero latency unless MOCK_DELAY_MS is set (then lib/delay-proxy.ts
+// holds every call that long in front of it). Requests: `reset`, `count`, `serialise`
+// (JSON.stringify time of each recorded body), and `replay`, which sends every recorded request
+// again from a plain client and returns each round trip in ms (the model's share of a step,
+// subtracted to get the step overhead).
 
 /** Every step calls read_output (built in, no webhook) until the agent's last step, then answers. */
 export const CHAIN_SCENARIO: ScenarioInput = {
@@ -37,13 +40,33 @@ async function main() {
   const mock = await startMockLlm({ port: 0, scenario: CHAIN_SCENARIO, tokenMemo: true });
   // Recorded calls keep every request body: long runs drop them regularly.
   if (resetEveryMs > 0) setInterval(() => mock.reset(), resetEveryMs).unref();
-  serveParent({ url: mock.url }, async (msg) => {
+  const delayMs = Number(process.env.MOCK_DELAY_MS ?? 0);
+  const proxy: DelayProxy | undefined = delayMs > 0 ? await startDelayProxy(mock.url, delayMs) : undefined;
+  serveParent({ url: proxy?.url ?? mock.url }, async (msg) => {
     switch (msg.type) {
       case 'reset':
         mock.reset();
         return true;
       case 'count':
         return mock.calls.length;
+      case 'delay-stats':
+        return proxy?.stats();
+      case 'delay-reset':
+        proxy?.reset();
+        return true;
+      case 'serialise': {
+        // What serialising each recorded request body costs (JSON.stringify, best of 3), in ms:
+        // the share of a step's CPU that grows with the history by nature, reported apart.
+        return mock.calls.map((c) => {
+          let best = Number.POSITIVE_INFINITY;
+          for (let i = 0; i < 3; i++) {
+            const t0 = performance.now();
+            JSON.stringify(c.body);
+            best = Math.min(best, performance.now() - t0);
+          }
+          return best;
+        });
+      }
       case 'replay': {
         const calls = mock.calls.map((c) => ({ endpoint: c.endpoint, body: JSON.stringify(c.body) }));
         const times: number[] = [];

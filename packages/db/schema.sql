@@ -64,6 +64,7 @@ create table batches (
   updated_at timestamp with time zone not null default now(),
   cancelled_at timestamp with time zone,
   completed_at timestamp with time zone,
+  traceparent text,
   constraint batches_pkey PRIMARY KEY (id),
   constraint batches_status_check CHECK ((status = ANY (ARRAY['running'::text, 'completed'::text, 'cancelled'::text]))),
   constraint batches_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id)
@@ -160,6 +161,7 @@ create table sessions (
   kind text not null default 'interactive'::text,
   abort_requested_seq bigint,
   token_ratio_weight double precision,
+  traceparent text,
   constraint sessions_kind_check CHECK ((kind = ANY (ARRAY['interactive'::text, 'batch'::text]))),
   constraint sessions_parent_session_id_fkey FOREIGN KEY (parent_session_id) REFERENCES sessions(id),
   constraint sessions_pkey PRIMARY KEY (id),
@@ -236,6 +238,8 @@ create table webhook_deliveries (
   created_at timestamp with time zone not null default now(),
   updated_at timestamp with time zone not null default now(),
   delivered_at timestamp with time zone,
+  job_id text,
+  traceparent text,
   constraint webhook_deliveries_pkey PRIMARY KEY (id),
   constraint webhook_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text]))),
   constraint webhook_deliveries_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id)
@@ -285,5 +289,6 @@ CREATE INDEX tool_outputs_session_idx ON public.tool_outputs USING btree (sessio
 CREATE UNIQUE INDEX tools_pk ON public.tools USING btree (tenant_id, name);
 CREATE UNIQUE INDEX webhook_deliveries_event_idx ON public.webhook_deliveries USING btree (tenant_id, subscription, event_id);
 CREATE INDEX webhook_deliveries_list_idx ON public.webhook_deliveries USING btree (tenant_id, subscription, created_at);
+CREATE INDEX webhook_deliveries_pending_idx ON public.webhook_deliveries USING btree (updated_at) WHERE (status = 'pending'::text);
 CREATE UNIQUE INDEX webhook_deliveries_pkey ON public.webhook_deliveries USING btree (id);
 CREATE UNIQUE INDEX webhook_subscriptions_pk ON public.webhook_subscriptions USING btree (tenant_id, name);

@@ -1,5 +1,6 @@
 import type { ScenarioInput } from '@loopline/mock-llm';
 import type { Client, Stack } from '../support/stack.ts';
+import { until } from '../support/wait.ts';
 
 // Shared pieces of the context-management e2e tests (context-*.test.ts): scripted mock rules, the
 // `big` webhook tool, and direct reads of PostgreSQL for what the API does not show (compaction
@@ -112,16 +113,11 @@ export function compactionShape(messages: any[]): { perTurn: number[]; backToBac
   return { perTurn, backToBack };
 }
 
-export async function waitFor<T>(
+/** until() with the arguments in the order these tests use. */
+export function waitFor<T>(
   fn: () => Promise<T | undefined | false>,
   timeoutMs = 20_000,
   what = 'condition',
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const v = await fn();
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
+  return until(what, fn, timeoutMs, 50);
 }

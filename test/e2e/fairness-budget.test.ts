@@ -1,6 +1,7 @@
 import { tokensUsed } from '@loopline/queue';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { sleep } from '../support/wait.ts';
 
 // The per-tenant token budget: before each model call the estimate of its prompt
 // must fit what is left of the tenant's current window; the provider-reported usage is counted
@@ -52,12 +53,12 @@ describe('tenant token budget', () => {
     try {
       const id = await client.session('helper');
       // Start at the beginning of a window, so the tool round trip fits in it.
-      await new Promise((r) => setTimeout(r, WINDOW_MS - (Date.now() % WINDOW_MS) + 20));
+      await sleep(WINDOW_MS - (Date.now() % WINDOW_MS) + 20); // on purpose: to the next window's start
       const sampler = (async () => {
         while (sampling) {
           const s = (await client.call('GET', `/v1/sessions/${id}`)).body;
           if (s.statusDetail) details.push({ at: Date.now(), detail: s.statusDetail });
-          await new Promise((r) => setTimeout(r, 25));
+          await sleep(25); // the sampler's pace: it records every detail it sees, it waits for none
         }
       })();
       await client.send(id, 'what is the weather in Paris?');

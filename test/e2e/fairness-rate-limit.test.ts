@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { sleep } from '../support/wait.ts';
 
 // Gateway request rate per API key: @fastify/rate-limit with its Redis store,
 // keyed by the authenticated key id, limit from the tenant's requestsPerMinute (else the
@@ -22,7 +23,7 @@ const get = (key: string, path = '/v1/agents') =>
   fetch(`${stack.url}${path}`, { headers: { authorization: `Bearer ${key}` } });
 
 /** Waits for the start of a fresh window of the key's counter (it opens on its first request). */
-const nextWindow = () => new Promise((r) => setTimeout(r, WINDOW_MS + 100));
+const nextWindow = () => sleep(WINDOW_MS + 100); // on purpose: the counter's window must run out
 
 beforeAll(async () => {
   stack = await startStack({ workers: false, rateLimit: { timeWindowMs: WINDOW_MS } });

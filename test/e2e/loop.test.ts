@@ -1,5 +1,7 @@
+import { readEvents } from '@loopline/queue';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { sleep, until } from '../support/wait.ts';
 
 // The durable loop end to end: gateway → step jobs → mock model over HTTP → webhook tools →
 // PostgreSQL, on real Redis and PostgreSQL. docs/context.md §6 exit and step cases.
@@ -18,11 +20,6 @@ beforeAll(async () => {
         {
           when: { lastUserIncludes: 'stop-with-tools', lastMessageRole: 'user' },
           reply: { toolCalls: [{ name: 'lookup', arguments: { topic: 'tokyo' } }], finishReason: 'stop' },
-        },
-        {
-          when: { lastUserIncludes: 'slow' },
-          reply: { text: 'a slow answer that takes a while to stream', chunks: 20 },
-          latencyMs: 60,
         },
       ],
     },
@@ -84,26 +81,58 @@ describe('loop', () => {
     await client.send(id, 'hello again');
     await client.waitIdle(id);
     const before = stack.mock.calls.length;
-    await stack.deps.queues.add('step', `extra-wake-${id}`, {
+    const jobId = `extra-wake-${id}`;
+    await stack.deps.queues.add('step', jobId, {
       tenantId: client.tenantId,
       sessionId: id,
       reason: 'resume',
     });
-    await new Promise((r) => setTimeout(r, 500));
-    await client.waitIdle(id);
+    await until(
+      'the extra wake job done',
+      async () => (await stack.deps.queues.step.getJob(jobId))?.finishedOn,
+    );
+    expect((await client.call('GET', `/v1/sessions/${id}`)).body.status).toBe('idle');
     expect(stack.mock.calls.length).toBe(before);
   });
 
-  it('delivers a message sent during a run as the last user message of the next call', async () => {
+  it('delivers a message sent during a run as the last user message of the next call, in the same run', async () => {
     const id = await client.session('helper');
-    await client.send(id, 'slow please');
-    await new Promise((r) => setTimeout(r, 150));
     const before = stack.mock.calls.length;
-    await client.send(id, 'and one more thing');
+    // The racepoint: the mock holds the first model call open until the second message is stored.
+    const held = stack.mock.hold((call) => JSON.stringify(call.messages).includes('first request'));
+    try {
+      await client.send(id, 'first request');
+      await held.reached;
+      const mid = await client.send(id, 'and one more thing');
+      // Stored while step 1 was in flight: the session was running, the message is marked
+      // mid-run, and the one model call so far has not answered.
+      expect(mid.session.status).toBe('running');
+      expect(mid.message.info.midRun).toBe(true);
+      const during = await client.history(id);
+      expect(
+        during.messages.filter((m: any) => m.info.role === 'user').map((m: any) => m.parts[0].text),
+      ).toEqual(['first request', 'and one more thing']);
+      expect(during.messages.some((m: any) => m.info.finish !== undefined)).toBe(false);
+      expect(stack.mock.calls.length - before).toBe(1);
+    } finally {
+      held.release();
+    }
     await client.waitIdle(id);
-    const next = stack.mock.calls.slice(before).at(-1)!;
-    const lastUser = [...next.messages].reverse().find((m: any) => m.role === 'user');
+    const calls = stack.mock.calls.slice(before);
+    expect(calls).toHaveLength(2);
+    expect(JSON.stringify(calls[0]!.messages)).not.toContain('and one more thing');
+    const lastUser = [...calls[1]!.messages].reverse().find((m: any) => m.role === 'user');
     expect(JSON.stringify(lastUser)).toContain('and one more thing');
+    // The same run: from the first step's start to the answer, the session never went idle.
+    const statuses = (await readEvents(stack.deps.redis, stack.deps.keys, id, '0', undefined))
+      .map((e) => e.event)
+      .filter((e) => e.type === 'session.status')
+      .map((e) => (e as { status: string }).status);
+    expect(statuses.filter((s) => s === 'idle')).toEqual(['idle']);
+    expect(statuses.at(-1)).toBe('idle');
+    const log = await client.history(id);
+    expect(log.messages.map((m: any) => m.info.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
+    expect(log.messages.at(-1).info.finish).toBe('stop');
   });
 
   it('never runs two steps of one session at once', async () => {
@@ -115,7 +144,7 @@ describe('loop', () => {
       const n = (active.get('s') ?? 0) + 1;
       active.set('s', n);
       maxActive = Math.max(maxActive, n);
-      await new Promise((r) => setTimeout(r, 30));
+      await sleep(30); // on purpose: a step stays inside the racepoint long enough for a second one to overlap
       active.set('s', (active.get('s') ?? 1) - 1);
     };
     try {
@@ -129,7 +158,12 @@ describe('loop', () => {
         });
       }
       await client.waitIdle(id);
-      await new Promise((r) => setTimeout(r, 300));
+      // Every duplicate wake job has run (each either stepped or found nothing to do).
+      for (let i = 0; i < 5; i++)
+        await until(
+          `wake ${i} done`,
+          async () => (await stack.deps.queues.step.getJob(`dup-${id}-${i}`))?.finishedOn,
+        );
       await client.waitIdle(id);
       expect(maxActive).toBe(1);
       const steps = await stack.deps.db

@@ -8,6 +8,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startToolServer } from '../../apps/cli/src/demo-tools.ts';
 import { WorkerPool } from '../support/procs.ts';
+import { sleep, until } from '../support/wait.ts';
 
 // Beyond one machine (docs/DEPLOYMENT.md): two gateway processes and two worker processes against
 // one PostgreSQL database and one Redis namespace. Sessions are created on one gateway, their
@@ -168,14 +169,16 @@ async function untilIdleOverSse(base: string, key: string, sessionId: string, ti
   }
 }
 
-async function untilIdle(base: string, key: string, sessionId: string, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const s = await ok(call(base, key, 'GET', `/v1/sessions/${sessionId}`), 'get session');
-    if (s.status === 'idle' || s.status === 'error') return s;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`session ${sessionId} not idle after ${timeoutMs} ms`);
+function untilIdle(base: string, key: string, sessionId: string, timeoutMs = 30_000) {
+  return until(
+    `session ${sessionId} idle`,
+    async () => {
+      const s = await ok(call(base, key, 'GET', `/v1/sessions/${sessionId}`), 'get session');
+      return s.status === 'idle' || s.status === 'error' ? s : undefined;
+    },
+    timeoutMs,
+    50,
+  );
 }
 
 beforeAll(async () => {
@@ -216,19 +219,24 @@ beforeAll(async () => {
   pool.start();
   gateways.push(...(await started));
   // Both workers consume before any work is submitted, so neither can take it all by arriving first.
-  const deadline = Date.now() + 45_000;
-  while (!pool.procs.every((p) => p.lines.some((l) => l.msg === 'worker started'))) {
-    if (Date.now() > deadline)
-      throw new Error(`workers did not start: ${pool.procs.map((p) => p.stderr).join('\n')}`);
-    if (pool.crashes.length > 0) throw new Error(`a worker crashed: ${JSON.stringify(pool.crashes)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await until(
+    'both workers started',
+    () => {
+      if (pool.crashes.length > 0) throw new Error(`a worker crashed: ${JSON.stringify(pool.crashes)}`);
+      return pool.procs.every((p) => p.lines.some((l) => l.msg === 'worker started'));
+    },
+    45_000,
+    50,
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}: ${pool.procs.map((p) => p.stderr).join('\n')}`);
+  });
 }, 90_000);
 
 afterAll(async () => {
   await pool?.stopAll(10_000);
   for (const g of gateways) g.child.kill('SIGTERM');
-  await Promise.race([Promise.all(gateways.map((g) => g.exited)), new Promise((r) => setTimeout(r, 10_000))]);
+  // Grace period for a clean exit; what is still alive after it is killed.
+  await Promise.race([Promise.all(gateways.map((g) => g.exited)), sleep(10_000)]);
   for (const g of gateways)
     if (g.child.exitCode === null && g.child.signalCode === null) g.child.kill('SIGKILL');
   await Promise.all(files.map((f) => new Promise((r) => f.end(r))));

@@ -1,7 +1,9 @@
 import { jobIds } from '@loopline/queue';
 import { TITLE_SYSTEM_PROMPT } from '@loopline/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sessionQuiet } from '../support/jobs.ts';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { until } from '../support/wait.ts';
 import { waitFor } from './context-fixtures.ts';
 
 // Session titles: after the first turn a background title job (its own queue, one job id per
@@ -67,7 +69,7 @@ describe('session titles', () => {
       await client.send(id, text);
       await client.waitIdle(id);
     }
-    await new Promise((r) => setTimeout(r, 300));
+    await until('no job of the session left', () => sessionQuiet(stack.deps.queues, id));
     expect(titleCalls().slice(before)).toHaveLength(1);
     expect((await getSession(id)).title).toBe('Weather in Paris');
     // The history holds only the conversation: the title job writes nothing but the title.
@@ -125,7 +127,7 @@ describe('session titles', () => {
     const log = await client.history(id);
     expect(log.messages.map((m: any) => m.info.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
     expect(log.messages.every((m: any) => !m.info.error)).toBe(true);
-    await new Promise((r) => setTimeout(r, 200));
+    await until('no job of the session left', () => sessionQuiet(stack.deps.queues, id));
     expect(titleCalls()).toHaveLength(calls);
   });
 

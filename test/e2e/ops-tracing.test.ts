@@ -1,5 +1,6 @@
 import { enableModelTracing } from '@loopline/llm';
 import { startTracing, type Tracing } from '@loopline/telemetry';
+import { reconcileOnce, TITLE_SYSTEM_PROMPT } from '@loopline/worker';
 import { SpanKind } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,8 +11,10 @@ import { SUMMARY_SYSTEM, summaryRule } from './context-fixtures.ts';
 // OpenTelemetry end to end, in one process (gateway and workers of test/support/stack.ts) with an
 // in-memory exporter: one user message that makes a tool call is one connected trace — the
 // gateway's request span, the BullMQ jobs it caused (trace context carried in job data), the
-// AI SDK's model spans with token usage, the tool execution — with session and tenant ids; a
-// manual compaction's trace holds a compaction span with its rung and token counts.
+// AI SDK's model spans with token usage, the tool execution, the title job (its model span says
+// `title`) — with session and tenant ids; a manual compaction's trace holds a compaction span with
+// its rung and token counts; a batch's request is the root of its flow's jobs; a session the
+// reconciler wakes continues the trace of its last write.
 
 const exporter = new InMemorySpanExporter();
 let tracing: Tracing | undefined;
@@ -21,7 +24,7 @@ let client: Client;
 beforeAll(async () => {
   tracing = await startTracing({ serviceName: 'loopline-test', exporter });
   enableModelTracing();
-  stack = await startStack();
+  stack = await startStack({ titles: true });
   client = await stack.tenant('traced');
 });
 afterAll(async () => {
@@ -29,7 +32,19 @@ afterAll(async () => {
   await tracing?.shutdown();
 });
 
+/** Scripted mock rules match the title request by its system prompt. */
+const titleRule = { when: { system: TITLE_SYSTEM_PROMPT.slice(0, 40) }, reply: { text: 'Weather in Paris' } };
+
 const idOf = (s: ReadableSpan) => s.spanContext().spanId;
+
+/** The nearest ancestor of `span` (itself included) that `pick` accepts, among `spans`. */
+function ancestor(spans: ReadableSpan[], span: ReadableSpan, pick: (s: ReadableSpan) => boolean) {
+  const byId = new Map(spans.map((s) => [idOf(s), s]));
+  for (let s: ReadableSpan | undefined = span; s; s = byId.get(s.parentSpanContext?.spanId ?? '')) {
+    if (pick(s)) return s;
+  }
+  return undefined;
+}
 const traceOf = (s: ReadableSpan) => s.spanContext().traceId;
 
 /** The spans of the trace whose root is `root`, once every span's parent is there too. */
@@ -48,6 +63,7 @@ describe('tracing', () => {
   it('one message with a tool call is one connected trace: request → jobs → model calls, tool', async () => {
     stack.mock.setScenario({
       rules: [
+        titleRule,
         {
           when: { lastUserIncludes: 'weather', lastMessageRole: 'user' },
           reply: { toolCalls: [{ name: 'lookup', arguments: { topic: 'paris' } }] },
@@ -77,7 +93,12 @@ describe('tracing', () => {
     });
     const spans = await connectedTrace(root, (all) => {
       const steps = all.filter((s) => s.name === 'step job');
-      return steps.length >= 2 && all.some((s) => s.name === 'prune job');
+      return (
+        steps.length >= 2 &&
+        all.some((s) => s.name === 'prune job') &&
+        all.some((s) => s.name === 'title job') &&
+        all.some((s) => s.name === 'invoke_agent title')
+      );
     });
     const names = spans.map((s) => s.name);
     // The jobs: the wake-up step, the step after the tool results, the idle prune pass.
@@ -97,6 +118,13 @@ describe('tracing', () => {
     expect(usage.length, names.join(', ')).toBeGreaterThanOrEqual(2);
     for (const s of usage) expect(Number(s.attributes['gen_ai.usage.output_tokens'])).toBeGreaterThan(0);
     expect(JSON.stringify(spans.map((s) => s.attributes))).not.toContain('What is the weather');
+    // The model calls are named by purpose: `title` under the title job, `step` under steps.
+    const agents = spans.filter((s) => s.name.startsWith('invoke_agent '));
+    expect(agents.length).toBeGreaterThanOrEqual(3);
+    for (const s of agents) {
+      const job = ancestor(spans, s, (a) => a.name.endsWith(' job'));
+      expect(s.name, job?.name).toBe(job?.name === 'title job' ? 'invoke_agent title' : 'invoke_agent step');
+    }
     // No job, tool or model span of this session outside this trace (other requests, such as the
     // status polls of waitIdle, are traces of their own).
     const stray = exporter
@@ -109,7 +137,7 @@ describe('tracing', () => {
   });
 
   it('a compaction is a span of its trace, with the rung and the tokens before and after', async () => {
-    stack.mock.setScenario({ rules: [summaryRule] });
+    stack.mock.setScenario({ rules: [titleRule, summaryRule] });
     await client.agent('compacted', {});
     const id = await client.session('compacted');
     // Enough history before the kept tail that a summary shrinks it (else it is a recorded no-op).
@@ -140,5 +168,61 @@ describe('tracing', () => {
     const children = spans.filter((s) => s.parentSpanContext?.spanId === idOf(compaction!));
     expect(children.length).toBeGreaterThan(0);
     expect(stack.mock.calls.some((c) => c.system.includes(SUMMARY_SYSTEM))).toBe(true);
+  });
+
+  it("a batch's request is the root of its flow: the batch job, its items' jobs and their steps", async () => {
+    stack.mock.setScenario({ rules: [titleRule] });
+    await client.agent('batched', {});
+    const created = await client.call('POST', '/v1/batches', {
+      agent: 'batched',
+      conversations: [{ messages: ['first one'] }, { messages: ['second one'] }],
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const root = await until('the batch request span', () =>
+      exporter.getFinishedSpans().find((s) => s.name === 'POST /v1/batches'),
+    );
+    const spans = await connectedTrace(
+      root,
+      (all) =>
+        all.some((s) => s.name === 'batch job') &&
+        all.filter((s) => s.name === 'batchItem job').length >= 2 &&
+        all.filter((s) => s.name === 'step job').length >= 2,
+    );
+    expect(spans.find((s) => s.name === 'batch job')?.parentSpanContext?.spanId).toBe(idOf(root));
+  });
+
+  it('a session the reconciler wakes continues the trace of its last write, not a new one', async () => {
+    stack.mock.setScenario({ rules: [titleRule] });
+    await client.agent('woken', {});
+    const id = await client.session('woken');
+    await client.send(id, 'hello');
+    expect((await client.waitIdle(id)).status).toBe('idle');
+    const root = await until('the request span', () =>
+      exporter
+        .getFinishedSpans()
+        .find((s) => s.name === 'POST /v1/sessions/:id/messages' && s.attributes['session.id'] === id),
+    );
+    // The title job writes the row too: let it finish first.
+    await until('the title', async () => (await client.call('GET', `/v1/sessions/${id}`)).body.title);
+    // Its job was lost (a Redis restart): queued in PostgreSQL for an hour, no job, no lock.
+    await stack.deps.db
+      .updateTable('sessions')
+      .set({ status: 'queued', updated_at: new Date(Date.now() - 3_600_000) })
+      .where('id', '=', id)
+      .execute();
+    const pass = await reconcileOnce(stack.deps, { afterMs: 60_000 });
+    expect(pass.woken.map((w) => w.sessionId)).toEqual([id]);
+    expect((await client.waitIdle(id)).status).toBe('idle');
+    const wake = await until('the wake span', () =>
+      exporter
+        .getFinishedSpans()
+        .find((s) => s.name === 'reconcile wake' && s.attributes['session.id'] === id),
+    );
+    expect(traceOf(wake)).toBe(traceOf(root));
+    // The resumed step is a job of that trace, under the wake.
+    const spans = await connectedTrace(root, (all) =>
+      all.some((s) => s.name === 'step job' && s.parentSpanContext?.spanId === idOf(wake)),
+    );
+    expect(spans.some((s) => s.name === 'reconcile wake')).toBe(true);
   });
 });

@@ -1,5 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { batchCancelledIdleEvent } from '@loopline/queue';
+import { reconcileOnce } from '@loopline/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_WEBHOOK_SUBSCRIPTIONS } from '../../apps/gateway/src/routes/webhooks.ts';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
@@ -10,7 +12,9 @@ import { summaryRule } from './context-fixtures.ts';
 // events it produces — session.idle, session.waiting, session.error, compaction.completed,
 // batch.completed — as signed Standard Webhooks requests through BullMQ jobs, retries a failing
 // endpoint with the same event id, lists the deliveries and delivers one again on request; a
-// dead endpoint never holds up the loop.
+// dead endpoint never holds up the loop. Deliveries are an outbox: a delivery whose job was never
+// added (the process died between the commit and the add) is delivered after the reconciler's
+// pass; a batch cancel that stops queued sessions in the gateway tells of them as the worker would.
 
 interface Received {
   path: string;
@@ -65,8 +69,8 @@ function verify(secret: string, r: Received): boolean {
     .some((s) => s === `v1,${expected}`);
 }
 
-async function subscribe(name: string, path: string, events: string[]): Promise<string> {
-  const res = await client.call('PUT', `/v1/webhooks/${name}`, { url: `${receiverUrl}${path}`, events });
+async function subscribe(name: string, path: string, events: string[], as: Client = client): Promise<string> {
+  const res = await as.call('PUT', `/v1/webhooks/${name}`, { url: `${receiverUrl}${path}`, events });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   expect(res.body.secret).toMatch(/^whsec_/);
   return res.body.secret;
@@ -293,5 +297,133 @@ describe('deliveries', () => {
     for (const r of at('/all')) expect(verify(secret, r)).toBe(true);
     // Only the subscribed types: no session.idle here.
     expect(at('/all', 'session.idle')).toEqual([]);
+  }, 45_000);
+});
+
+describe('outbox', () => {
+  it('a delivery whose job was never added is delivered once the reconciler passes, with its event id', async () => {
+    const own = await stack.tenant('outbox');
+    const secret = await subscribe('crash', '/crash', ['session.idle'], own);
+    stack.mock.setScenario({ rules: [] });
+    await own.agent('plain', {});
+    const id = await own.session('plain');
+    // The process "dies" between the commit of the idle write and the add of its delivery job.
+    let crashed = false;
+    stack.deps.racepoint = (name) => {
+      if (name !== 'webhook:before-queue' || crashed) return;
+      crashed = true;
+      throw new Error('racepoint: the worker dies before adding the job');
+    };
+    try {
+      await own.send(id, 'hello');
+      expect((await own.waitIdle(id)).status).toBe('idle');
+      await until('the job add skipped', () => crashed);
+    } finally {
+      stack.deps.racepoint = undefined;
+    }
+    const pending = (await own.call('GET', '/v1/webhooks/crash/deliveries')).body.deliveries;
+    expect(pending).toHaveLength(1);
+    expect(pending[0]).toMatchObject({ status: 'pending', attempts: 0, eventType: 'session.idle' });
+    expect(await stack.deps.queues.webhook.getJobState(pending[0].id)).toBe('unknown');
+
+    // The reconciler's pass (sessions: none stalled this long; deliveries: no grace) re-adds it.
+    const pass = await reconcileOnce(stack.deps, { afterMs: 3_600_000, deliveryGraceMs: 0 });
+    expect(pass.deliveries.map((d) => d.id)).toEqual([pending[0].id]);
+    const hit = await until('the healed delivery', () => at('/crash')[0]);
+    expect(hit.headers['webhook-id']).toBe(pending[0].eventId);
+    expect(hit.json).toMatchObject({ type: 'session.idle', data: { sessionId: id } });
+    expect(verify(secret, hit)).toBe(true);
+    await until('delivered', async () => {
+      const res = await own.call('GET', '/v1/webhooks/crash/deliveries');
+      return res.body.deliveries[0]?.status === 'delivered';
+    });
+    // Nothing left to heal: a later pass adds no second job.
+    expect((await reconcileOnce(stack.deps, { afterMs: 3_600_000, deliveryGraceMs: 0 })).deliveries).toEqual(
+      [],
+    );
+    expect(at('/crash')).toHaveLength(1);
+  });
+
+  it('a pending delivery whose job already ended gets a job of its own (a kept job id would be a no-op)', async () => {
+    const own = await stack.tenant('outbox-ended');
+    await subscribe('ended', '/ended', ['session.idle'], own);
+    stack.mock.setScenario({ rules: [] });
+    await own.agent('plain', {});
+    const id = await own.session('plain');
+    await own.send(id, 'hello');
+    expect((await own.waitIdle(id)).status).toBe('idle');
+    const delivered = await until('delivered', async () => {
+      const d = (await own.call('GET', '/v1/webhooks/ended/deliveries')).body.deliveries[0];
+      return d?.status === 'delivered' && d;
+    });
+    // As if its worker died on the last attempt before recording it: the job is over, the row pending.
+    await stack.deps.db
+      .updateTable('webhook_deliveries')
+      .set({ status: 'pending' })
+      .where('id', '=', delivered.id)
+      .execute();
+    expect(await stack.deps.queues.webhook.getJobState(delivered.id)).toBe('completed');
+    const pass = await reconcileOnce(stack.deps, { afterMs: 3_600_000, deliveryGraceMs: 0 });
+    const healed = pass.deliveries.find((d) => d.id === delivered.id);
+    expect(healed?.jobId).toMatch(new RegExp(`^${delivered.id}-h\\d+$`));
+    await until('sent again, same event id', () => at('/ended').length >= 2);
+    expect(at('/ended').map((r) => r.headers['webhook-id'])).toEqual([delivered.eventId, delivered.eventId]);
+    await until('delivered again', async () => {
+      const d = (await own.call('GET', '/v1/webhooks/ended/deliveries')).body.deliveries[0];
+      return d?.status === 'delivered';
+    });
+  });
+
+  it('a batch cancel that stops queued sessions in the gateway sends their session.idle', async () => {
+    const own = await stack.tenant('outbox-batch');
+    await subscribe('cancel', '/cancel', ['session.idle', 'batch.completed'], own);
+    const operator = { authorization: `Bearer ${stack.operatorToken}`, 'content-type': 'application/json' };
+    // One running session at a time: the other conversations wait, queued, for the slot.
+    const patched = await fetch(`${stack.url}/v1/admin/tenants/${own.tenantId}`, {
+      method: 'PATCH',
+      headers: operator,
+      body: JSON.stringify({ limits: { maxConcurrentSessions: 1 } }),
+    });
+    expect(patched.status).toBe(200);
+    stack.mock.setScenario({
+      rules: [{ when: { lastUserIncludes: 'slowly' }, reply: { text: 'slow', chunks: 20 }, latencyMs: 40 }],
+    });
+    await own.agent('plain', {});
+    const created = await own.call('POST', '/v1/batches', {
+      agent: 'plain',
+      conversations: Array.from({ length: 4 }, (_, i) => ({ messages: [`answer slowly ${i}`] })),
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const batchId = created.body.id;
+    await until('one conversation running', async () => {
+      const b = (await own.call('GET', `/v1/batches/${batchId}`)).body;
+      return b.counts.running === 1;
+    });
+    expect((await own.call('POST', `/v1/batches/${batchId}/cancel`)).status).toBe(200);
+    const sessions = (
+      await stack.deps.db
+        .selectFrom('batch_items')
+        .select('session_id')
+        .where('batch_id', '=', batchId)
+        .execute()
+    ).map((r) => r.session_id);
+    // Every conversation's session tells it went idle, whoever stopped it, and the batch completes.
+    const idle = await until(
+      'session.idle of every conversation',
+      () => {
+        const seen = at('/cancel', 'session.idle').filter((r) => sessions.includes(r.json.data.sessionId));
+        return new Set(seen.map((r) => r.json.data.sessionId)).size === sessions.length && seen;
+      },
+      30_000,
+    );
+    await until('batch.completed', () =>
+      at('/cancel', 'batch.completed').some((r) => r.json.data.batchId === batchId),
+    );
+    // At least one was stopped by the gateway itself (queued), under the cancel's own event id.
+    const byGateway = sessions.map((s) => batchCancelledIdleEvent(own.tenantId, s, batchId).id);
+    expect(idle.some((r) => byGateway.includes(String(r.headers['webhook-id'])))).toBe(true);
+    // Told once each: the worker's step that later finds a gateway-stopped session idle adds none.
+    const told = at('/cancel', 'session.idle').filter((r) => sessions.includes(r.json.data.sessionId));
+    expect(new Set(told.map((r) => r.headers['webhook-id'])).size).toBe(sessions.length);
   }, 45_000);
 });

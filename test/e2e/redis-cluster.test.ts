@@ -266,16 +266,16 @@ describe.skipIf(unavailable !== undefined)('on a Redis Cluster', () => {
     });
     const res = await viaProcess('POST', `/v1/sessions/${id}/abort`);
     expect(res.status).toBe(202);
-    const started = Date.now();
     await until(
       'idle',
       async () => (await client.call('GET', `/v1/sessions/${id}`)).body.status === 'idle',
-      8_000,
+      20_000,
     );
-    // The stream had ~6 s to go: only the broadcast stops it this early.
-    expect(Date.now() - started).toBeLessThan(4_000);
+    // The stream had ~6 s to go: its text was cut short, so the broadcast stopped it.
     const reply = (await client.history(id)).messages.at(-1);
     expect(reply.info.error.name).toBe('AbortedError');
+    const text = reply.parts.find((p: any) => p.type === 'text')?.text ?? '';
+    expect(text.length).toBeLessThan('word '.repeat(60).length);
   }, 30_000);
 
   it('runs the tenant slot and token-budget scripts, a batch flow and the rate limit', async () => {

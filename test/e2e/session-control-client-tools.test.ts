@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sessionQuiet } from '../support/jobs.ts';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
 import { until } from '../support/wait.ts';
 
@@ -86,7 +87,7 @@ describe('client tools', () => {
     expect(new Date(call.createdAt).getTime()).toBeGreaterThan(0);
     expect(call.expiresAt).toBeUndefined();
     const calls = stack.mock.calls.length;
-    await new Promise((r) => setTimeout(r, 200));
+    await until('no job of the session left', () => sessionQuiet(stack.deps.queues, id));
     expect(stack.mock.calls.length).toBe(calls); // waiting: no model call
 
     const res = await post(id, { results: [{ callId: call.callId, output: 'report-2026.pdf' }] });
@@ -178,7 +179,8 @@ describe('client tools', () => {
     expect((await post(id, { results: [{ callId: second, error: 'the user declined' }] })).status).toBe(200);
     await client.waitIdle(id);
     expect(JSON.stringify(stack.mock.calls.at(-1)!.messages)).toContain('the user declined');
-    await new Promise((r) => setTimeout(r, 500)); // the idle prune pass writes too: let it finish
+    // The idle prune pass writes too: the snapshot is taken after it.
+    await until('no job of the session left', () => sessionQuiet(stack.deps.queues, id));
     const idle = await snapshot(id);
     const late = await post(id, { results: [{ callId: second, output: 'too late' }] });
     expect(late.status).toBe(409);

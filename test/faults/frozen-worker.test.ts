@@ -1,15 +1,15 @@
-import { closeDb, createDb, type Db } from '@loopline/db';
+import type { Db } from '@loopline/db';
 import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { busyJobs } from '../support/chaos.ts';
-import { type FaultToolServer, startFaultToolServer } from '../support/fault-tools.ts';
-import { analyseFenceAudit, installFenceAudit } from '../support/fence-audit.ts';
+import { type FaultStack, startFaultStack } from '../support/fault-stack.ts';
+import type { FaultToolServer } from '../support/fault-tools.ts';
+import { analyseFenceAudit } from '../support/fence-audit.ts';
 import { checkInvariants, type SessionExpectation } from '../support/invariants.ts';
-import { type LlmProxy, startLlmProxy } from '../support/llm-proxy.ts';
-import { faultLogDir } from '../support/log-dirs.ts';
-import { WorkerPool, type WorkerProc } from '../support/procs.ts';
-import { type Client, type Stack, startStack } from '../support/stack.ts';
-import { until } from '../support/wait.ts';
+import { busyJobs } from '../support/jobs.ts';
+import type { LlmProxy } from '../support/llm-proxy.ts';
+import type { WorkerPool, WorkerProc } from '../support/procs.ts';
+import type { Client, Stack } from '../support/stack.ts';
+import { sleep, until } from '../support/wait.ts';
 
 // A frozen worker (SIGSTOP past its session lock TTL and BullMQ job lock, then SIGCONT): another
 // worker takes the session over, and when the frozen one wakes up nothing it does lands —
@@ -23,6 +23,7 @@ const STALLED_MS = 500;
 /** Longer than the lock TTL, the job lock and a stalled check together. */
 const FREEZE_MS = 2 * LOCK_MS + STALLED_MS + 1000;
 
+let fault: FaultStack;
 let stack: Stack;
 let client: Client;
 let admin: Db;
@@ -31,8 +32,7 @@ let proxy: LlmProxy;
 let pool: WorkerPool;
 
 beforeAll(async () => {
-  stack = await startStack({
-    workers: false,
+  fault = await startFaultStack({
     scenario: {
       rules: [
         {
@@ -46,47 +46,19 @@ beforeAll(async () => {
         },
       ],
     },
+    fenceAudit: true,
+    llmProxy: true,
+    workers: { lockMs: LOCK_MS, stalledMs: STALLED_MS, logLevel: 'info', start: 2 },
   });
-  admin = createDb(stack.databaseUrl, { applicationName: 'fault-admin', max: 2 });
-  await installFenceAudit(admin);
-  tools = await startFaultToolServer();
-  proxy = await startLlmProxy(stack.mock.url, 'never-a-summary');
-  client = await stack.tenant();
-  await client.tool('slow', {
-    kind: 'webhook',
-    description: 'a slow tool',
-    inputSchema: { type: 'object', properties: { ms: { type: 'number' } } },
-    url: `${tools.url}/slow`,
-    timeoutMs: 10_000,
-  });
-  await client.agent('agent', { tools: ['slow'] });
-  pool = new WorkerPool(
-    {
-      databaseUrl: stack.databaseUrl,
-      redisUrl: stack.redisUrl,
-      namespace: stack.namespace,
-      llmUrl: proxy.url,
-      lockMs: LOCK_MS,
-      stalledMs: STALLED_MS,
-      logLevel: 'info',
-    },
-    faultLogDir(stack.namespace),
-  );
-  pool.start();
-  pool.start();
+  ({ stack, client, admin, tools, pool } = fault);
+  proxy = fault.proxy!;
 }, 60_000);
 
 afterEach(() => {
   for (const p of pool.alive) pool.cont(p);
 });
 
-afterAll(async () => {
-  await pool?.killAll();
-  await proxy?.close();
-  await tools?.close();
-  if (admin) await closeDb(admin);
-  await stack?.close();
-});
+afterAll(() => fault?.close());
 
 /**
  * Everything the session's runners wrote, as comparable text (the title job is no runner). The
@@ -135,13 +107,14 @@ async function freezeAndCheck(
     await client.waitIdle(sessionId, 30_000);
     await until('queues drained', async () => (await busyJobs(stack.deps.queues)) === 0);
     const remaining = FREEZE_MS - (Date.now() - frozenAt);
-    if (remaining > 0) await new Promise((r) => setTimeout(r, remaining));
+    if (remaining > 0) await sleep(remaining); // on purpose: the freeze lasts FREEZE_MS, past every lock
   } finally {
     pool.cont(frozen);
   }
   const before = await snapshot(sessionId);
-  // The frozen worker wakes up mid-work and tries to carry on: give it time to try every write.
-  await new Promise((r) => setTimeout(r, 3000));
+  // The frozen worker wakes up mid-work and tries to carry on: on purpose, a window in which it
+  // tries every write, and none may land.
+  await sleep(3000);
   const after = await snapshot(sessionId);
   expect(after, 'rows changed after the frozen worker woke up').toBe(before);
 

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FaultToolServer, slowTool, startFaultToolServer } from '../support/fault-tools.ts';
-import { stackWorkerPool, type WorkerPool } from '../support/procs.ts';
+import { type FaultStack, startFaultStack } from '../support/fault-stack.ts';
+import { slowTool } from '../support/fault-tools.ts';
+import type { WorkerPool } from '../support/procs.ts';
 import type { PrivateRedis } from '../support/redis-server.ts';
-import { type Client, type Stack, startStackOnPrivateRedis } from '../support/stack.ts';
+import type { Client, Stack } from '../support/stack.ts';
 import { sleep, until } from '../support/wait.ts';
 
 // Wake-ups that only a job carries, lost (a Redis restart without persistence, here: the job
@@ -18,14 +19,15 @@ import { sleep, until } from '../support/wait.ts';
 const LOCK_MS = 1500;
 const AFTER_MS = 2 * LOCK_MS;
 
+let fault: FaultStack;
 let redis: PrivateRedis;
 let stack: Stack;
 let client: Client;
-let tools: FaultToolServer;
 let pool: WorkerPool;
 
 beforeAll(async () => {
-  ({ redis, stack } = await startStackOnPrivateRedis({
+  fault = await startFaultStack({
+    privateRedis: true,
     scenario: {
       rules: [
         ...['pick_fast', 'pick_slow', 'ask'].map((name) => ({
@@ -55,37 +57,36 @@ beforeAll(async () => {
         { when: { lastMessageRole: 'tool' }, reply: { text: 'done' } },
       ],
     },
-  }));
-  tools = await startFaultToolServer();
-  client = await stack.tenant();
-  const clientTool = (description: string, timeoutMs?: number) => ({
-    kind: 'client' as const,
-    description,
-    inputSchema: { type: 'object' as const, properties: {} },
-    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    setup: async ({ client, tools }) => {
+      const clientTool = (description: string, timeoutMs?: number) => ({
+        kind: 'client' as const,
+        description,
+        inputSchema: { type: 'object' as const, properties: {} },
+        ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+      });
+      // Below AFTER_MS, so the reconciler first looks after the deadline; as long as fits under it,
+      // so the test removes the timeout job before it fires even on a loaded machine.
+      await client.tool('pick_fast', clientTool('times out soon', AFTER_MS - 500));
+      await client.tool('pick_slow', clientTool('times out later', 9000));
+      await client.tool('ask', clientTool('never times out'));
+      await client.tool('slow', slowTool(tools));
+      await client.agent('agent', { tools: ['pick_fast', 'pick_slow', 'ask'] });
+      await client.agent('helper', { mode: 'subagent', tools: ['slow'] });
+      await client.agent('lead', { tools: ['task'] });
+    },
+    workers: {
+      lockMs: LOCK_MS,
+      stalledMs: 1000,
+      extra: { LOOPLINE_RECONCILE_INTERVAL_MS: '500', LOOPLINE_RECONCILE_AFTER_MS: String(AFTER_MS) },
+      supervise: true,
+      start: 2,
+    },
   });
-  await client.tool('pick_fast', clientTool('times out soon', 1500));
-  await client.tool('pick_slow', clientTool('times out later', 9000));
-  await client.tool('ask', clientTool('never times out'));
-  await client.tool('slow', slowTool(tools));
-  await client.agent('agent', { tools: ['pick_fast', 'pick_slow', 'ask'] });
-  await client.agent('helper', { mode: 'subagent', tools: ['slow'] });
-  await client.agent('lead', { tools: ['task'] });
-  pool = stackWorkerPool(stack, {
-    lockMs: LOCK_MS,
-    stalledMs: 1000,
-    extra: { LOOPLINE_RECONCILE_INTERVAL_MS: '500', LOOPLINE_RECONCILE_AFTER_MS: String(AFTER_MS) },
-    supervise: true,
-    start: 2,
-  });
+  ({ stack, client, pool } = fault);
+  redis = fault.redis!;
 }, 60_000);
 
-afterAll(async () => {
-  await pool?.killAll();
-  await tools?.close();
-  await stack?.close();
-  await redis?.close();
-});
+afterAll(() => fault?.close());
 
 const session = async (id: string) => (await client.call('GET', `/v1/sessions/${id}`)).body;
 const waiting = (id: string) =>
@@ -215,7 +216,7 @@ describe('wake-ups lost with their jobs, healed by the reconciler', () => {
     const progress = async () => (await client.call('GET', `/v1/batches/${batchId}`)).body;
     await until('the batch under way', async () => (await progress()).counts?.completed > 0, 30_000);
     await redis.kill();
-    await sleep(1000);
+    await sleep(1000); // on purpose: Redis stays down a while, as in a real restart
     await redis.start();
     const done = await until(
       'the batch completed',

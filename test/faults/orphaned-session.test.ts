@@ -1,12 +1,12 @@
-import { acquireFence, closeDb, createDb, type Db } from '@loopline/db';
+import { acquireFence, type Db } from '@loopline/db';
 import { reconcileOnce } from '@loopline/worker';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FaultToolServer, slowTool, startFaultToolServer } from '../support/fault-tools.ts';
-import { installFenceAudit } from '../support/fence-audit.ts';
+import { type FaultStack, startFaultStack } from '../support/fault-stack.ts';
+import type { FaultToolServer } from '../support/fault-tools.ts';
 import { checkInvariants } from '../support/invariants.ts';
-import { stackWorkerPool, type WorkerPool } from '../support/procs.ts';
-import { type Client, type Stack, startStack } from '../support/stack.ts';
+import type { WorkerPool } from '../support/procs.ts';
+import type { Client, Stack } from '../support/stack.ts';
 import { sleep, until } from '../support/wait.ts';
 
 // Found by the chaos run (chaos.test.ts): an orphaned session. A runner that loses its session
@@ -34,6 +34,7 @@ import { sleep, until } from '../support/wait.ts';
 
 const LOCK_MS = 1500;
 
+let fault: FaultStack;
 let stack: Stack;
 let client: Client;
 let admin: Db;
@@ -41,8 +42,7 @@ let tools: FaultToolServer;
 let pool: WorkerPool;
 
 beforeAll(async () => {
-  stack = await startStack({
-    workers: false,
+  fault = await startFaultStack({
     scenario: {
       rules: [
         {
@@ -51,27 +51,13 @@ beforeAll(async () => {
         },
       ],
     },
+    fenceAudit: true,
+    workers: { lockMs: LOCK_MS, stalledMs: 500, extra: { LOOPLINE_RECONCILE_INTERVAL_MS: '0' }, start: 1 },
   });
-  admin = createDb(stack.databaseUrl, { applicationName: 'fault-admin', max: 2 });
-  await installFenceAudit(admin);
-  tools = await startFaultToolServer();
-  client = await stack.tenant();
-  await client.tool('slow', slowTool(tools));
-  await client.agent('agent', { tools: ['slow'] });
-  pool = stackWorkerPool(stack, {
-    lockMs: LOCK_MS,
-    stalledMs: 500,
-    extra: { LOOPLINE_RECONCILE_INTERVAL_MS: '0' },
-  });
-  pool.start();
+  ({ stack, client, admin, tools, pool } = fault);
 }, 60_000);
 
-afterAll(async () => {
-  await pool?.killAll();
-  await tools?.close();
-  if (admin) await closeDb(admin);
-  await stack?.close();
-});
+afterAll(() => fault?.close());
 
 /** A session whose runner is superseded mid-tool by a fence nobody uses: returns once it is orphaned (or finished). */
 async function orphan(n: number) {
@@ -81,8 +67,8 @@ async function orphan(n: number) {
   const accepted = await client.send(sessionId, text, { 'idempotency-key': key });
   await until('the tool running', () => tools.inFlight().some((r) => r.sessionId === sessionId), 20_000);
   await acquireFence(admin, client.tenantId, sessionId); // the zombie runner's fence
-  // Give the system more than enough time to notice: the tool ends, the live runner's write is
-  // rejected, and anything that would re-wake the session has had two lock TTLs to do so.
+  // On purpose, a window: the tool ends, the live runner's write is rejected, and anything that
+  // would re-wake the session has had two lock TTLs to do so (the tests then show nothing did).
   await sleep(1500 + 3 * LOCK_MS);
   return { sessionId, text, key, messageId: accepted.message.info.id as string };
 }
@@ -111,7 +97,7 @@ async function strand(n: number) {
     20_000,
   );
   await resume.remove();
-  await sleep(2 * LOCK_MS);
+  await sleep(2 * LOCK_MS); // on purpose: two lock TTLs in which nothing may wake the session
   expect(await status(sessionId)).toBe('running');
   expect(await pendingSteps(sessionId)).toEqual([]);
   expect(await stack.deps.redis.exists(stack.deps.keys.lock(sessionId))).toBe(0);

@@ -1,14 +1,14 @@
 import { spawnSync } from 'node:child_process';
-import { closeDb, createDb, type Db } from '@loopline/db';
+import type { Db } from '@loopline/db';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isPgClientCrash } from '../support/chaos.ts';
-import { type FaultToolServer, startFaultToolServer } from '../support/fault-tools.ts';
-import { installFenceAudit } from '../support/fence-audit.ts';
+import { type FaultStack, startFaultStack } from '../support/fault-stack.ts';
+import type { FaultToolServer } from '../support/fault-tools.ts';
 import { checkInvariants, type SessionExpectation } from '../support/invariants.ts';
-import { type Crash, stackWorkerPool, WORKER_APP_PREFIX, type WorkerPool } from '../support/procs.ts';
-import { type Client, type Stack, startStack } from '../support/stack.ts';
-import { sleep } from '../support/wait.ts';
+import { type Crash, WORKER_APP_PREFIX, type WorkerPool } from '../support/procs.ts';
+import type { Client, Stack } from '../support/stack.ts';
+import { sleep, until } from '../support/wait.ts';
 
 // PostgreSQL connections killed (pg_terminate_backend) over and over while sessions run. A job
 // whose query dies fails and BullMQ retries it; the pool opens new connections; the retried step
@@ -29,6 +29,7 @@ import { sleep } from '../support/wait.ts';
 // terminated, and exited (ECONNRESET from main). Boot now uses migrateWhenReady, which waits for
 // PostgreSQL on connection errors (packages/db/test/migrate.test.ts kills that connection).
 
+let fault: FaultStack;
 let stack: Stack;
 let client: Client;
 let admin: Db;
@@ -38,8 +39,7 @@ let crashes: Crash[] = [];
 let terminated = 0;
 
 beforeAll(async () => {
-  stack = await startStack({
-    workers: false,
+  fault = await startFaultStack({
     scenario: {
       rules: [
         {
@@ -53,31 +53,13 @@ beforeAll(async () => {
         },
       ],
     },
+    fenceAudit: true,
+    workers: { lockMs: 2000, stalledMs: 1000, supervise: true, start: 2 },
   });
-  admin = createDb(stack.databaseUrl, { applicationName: 'fault-admin', max: 2 });
-  await installFenceAudit(admin);
-  tools = await startFaultToolServer();
-  client = await stack.tenant();
-  await client.tool('slow', {
-    kind: 'webhook',
-    description: 'a slow tool',
-    inputSchema: { type: 'object', properties: { ms: { type: 'number' } } },
-    url: `${tools.url}/slow`,
-    timeoutMs: 10_000,
-  });
-  await client.agent('agent', { tools: ['slow'] });
-  pool = stackWorkerPool(stack, { lockMs: 2000, stalledMs: 1000 });
-  pool.supervise = true;
-  pool.start();
-  pool.start();
+  ({ stack, client, admin, tools, pool } = fault);
 }, 60_000);
 
-afterAll(async () => {
-  await pool?.killAll();
-  await tools?.close();
-  if (admin) await closeDb(admin);
-  await stack?.close();
-});
+afterAll(() => fault?.close());
 
 describe('PostgreSQL connections terminated while sessions run', () => {
   it('every session still finishes, every invariant holds', async () => {
@@ -88,7 +70,20 @@ describe('PostgreSQL connections terminated while sessions run', () => {
       const res = await client.send(sessionId, text, { 'idempotency-key': `k-${i}` });
       sessions.push({ tenantId: client.tenantId, sessionId, accepted: [res.message.info.id] });
     }
-    // A storm: every worker connection to the test database, every 400 ms, for 6 s.
+    // A storm: every worker connection to the test database, every 400 ms, for 6 s from the
+    // first worker connection (a loaded machine may take seconds to boot the workers).
+    await until(
+      'a worker connected to PostgreSQL',
+      async () => {
+        const { rows } = await sql<{ n: string }>`
+          select count(*) as n from pg_stat_activity
+          where datname = current_database() and application_name like ${`${WORKER_APP_PREFIX}%`}`.execute(
+          admin,
+        );
+        return Number(rows[0]?.n ?? 0) > 0;
+      },
+      60_000,
+    );
     const stormEnd = Date.now() + 6000;
     while (Date.now() < stormEnd) {
       const { rows } = await sql<{ n: string }>`
@@ -97,7 +92,7 @@ describe('PostgreSQL connections terminated while sessions run', () => {
         admin,
       );
       terminated += Number(rows[0]?.n ?? 0);
-      await sleep(400);
+      await sleep(400); // the storm's pace
     }
     // A second turn for every session, after the storm.
     for (const [i, s] of sessions.entries()) {
@@ -144,7 +139,7 @@ describe('PostgreSQL connections terminated while sessions run', () => {
         await db.transaction().execute(async (trx) => {
           const { rows } = await sql\`select pg_backend_pid() as pid\`.execute(trx);
           await sql\`select pg_terminate_backend(\${rows[0].pid})\`.execute(admin);
-          await new Promise((r) => setTimeout(r, 300));
+          await new Promise((r) => setTimeout(r, 300)); // on purpose: the termination lands first
           await sql\`select 1\`.execute(trx);
         });
       } catch {}

@@ -1,13 +1,13 @@
-import { closeDb, createDb, type Db } from '@loopline/db';
+import type { Db } from '@loopline/db';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FaultToolServer, slowTool, startFaultToolServer } from '../support/fault-tools.ts';
-import { installFenceAudit } from '../support/fence-audit.ts';
+import { type FaultStack, startFaultStack } from '../support/fault-stack.ts';
+import type { FaultToolServer } from '../support/fault-tools.ts';
 import { checkInvariants, type SessionExpectation } from '../support/invariants.ts';
-import { stackWorkerPool, type WorkerPool } from '../support/procs.ts';
-import { type PrivateRedis, startPrivateRedis } from '../support/redis-server.ts';
-import { type Client, type Stack, startStack } from '../support/stack.ts';
-import { sleep } from '../support/wait.ts';
+import type { WorkerPool } from '../support/procs.ts';
+import type { PrivateRedis } from '../support/redis-server.ts';
+import type { Client, Stack } from '../support/stack.ts';
+import { sleep, until } from '../support/wait.ts';
 
 // Redis restarted (kill -9, then started again on the same port, empty: no persistence, as in
 // CI) while sessions run, on a private redis-server — never the machine's shared Redis.
@@ -27,6 +27,7 @@ import { sleep } from '../support/wait.ts';
 //     the reconciler's scheduler when Redis is back, and it re-wakes every session whose status says
 //     work is due while no job and no lock hold it (apps/worker/src/reconcile.ts).
 
+let fault: FaultStack;
 let redis: PrivateRedis;
 let stack: Stack;
 let client: Client;
@@ -38,10 +39,8 @@ let allSessions: SessionExpectation[];
 const LOCK_MS = 2000;
 
 beforeAll(async () => {
-  redis = await startPrivateRedis();
-  stack = await startStack({
-    workers: false,
-    redisUrl: redis.url,
+  fault = await startFaultStack({
+    privateRedis: true,
     scenario: {
       rules: [
         {
@@ -55,22 +54,16 @@ beforeAll(async () => {
         },
       ],
     },
+    fenceAudit: true,
   });
-  // Connection errors while Redis is down are expected; keep them out of the test output.
-  stack.deps.redis.on('error', () => undefined);
-  for (const q of stack.deps.queues.all()) q.on('error', () => undefined);
-  admin = createDb(stack.databaseUrl, { applicationName: 'fault-admin', max: 2 });
-  await installFenceAudit(admin);
-  tools = await startFaultToolServer();
-  client = await stack.tenant();
-  await client.tool('slow', slowTool(tools));
-  await client.agent('agent', { tools: ['slow'] });
+  ({ stack, client, admin, tools } = fault);
+  redis = fault.redis!;
   allSessions = [];
 }, 60_000);
 
 /** Two supervised worker processes; `reconcileEvery` sets LOOPLINE_RECONCILE_INTERVAL_MS (0: off). */
 function startPool(name: string, reconcileEvery: number): WorkerPool {
-  const p = stackWorkerPool(stack, {
+  const p = fault.newPool({
     name,
     lockMs: LOCK_MS,
     stalledMs: 1000,
@@ -87,13 +80,7 @@ function startPool(name: string, reconcileEvery: number): WorkerPool {
   return p;
 }
 
-afterAll(async () => {
-  await pool?.killAll();
-  await tools?.close();
-  if (admin) await closeDb(admin);
-  await stack?.close();
-  await redis?.close();
-});
+afterAll(() => fault?.close());
 
 /** idle with the newest user message answered (by seq), or error. */
 async function atRest(sessionIds: string[]): Promise<Map<string, boolean>> {
@@ -120,7 +107,7 @@ async function post(sessionId: string, text: string, key: string) {
     } catch (err) {
       if (attempt >= 20) throw err;
     }
-    await sleep(250);
+    await sleep(250); // the client's retry back-off
   }
 }
 
@@ -140,22 +127,22 @@ async function restartUnderLoad(tag: string): Promise<Planned[]> {
     s.accepted.push(res.body.message.info.id);
   }
   allSessions.push(...sessions);
-  const deadline = Date.now() + 15_000;
-  while (tools.inFlight().length < 3 && Date.now() < deadline) await sleep(50);
-  expect(tools.inFlight().length).toBeGreaterThanOrEqual(3);
+  await until('three tools in flight', () => tools.inFlight().length >= 3, 15_000, 50);
   await redis.kill();
-  await sleep(1000);
+  await sleep(1000); // on purpose: Redis stays down a while, as in a real restart
   await redis.start();
   return sessions;
 }
 
+/** Waits for every session to be at rest; returns those that are not after `timeoutMs`. */
 async function settle(ids: string[], timeoutMs: number): Promise<string[]> {
-  const deadline = Date.now() + timeoutMs;
-  let done = await atRest(ids);
-  while ([...done.values()].some((v) => !v) && Date.now() < deadline) {
-    await sleep(250);
-    done = await atRest(ids);
-  }
+  await until(
+    'every session at rest',
+    async () => [...(await atRest(ids)).values()].every(Boolean),
+    timeoutMs,
+    250,
+  ).catch(() => undefined);
+  const done = await atRest(ids);
   return ids.filter((id) => !done.get(id));
 }
 
@@ -179,7 +166,8 @@ describe('Redis restarted while sessions run', () => {
     pool = startPool('no-reconciler', 0);
     const sessions = await restartUnderLoad('a');
 
-    // On their own, sessions whose job or lock was lost do not move again.
+    // On their own, sessions whose job or lock was lost do not move again: on purpose, a window
+    // in which nothing may move them.
     await sleep(8000);
     const ids = sessions.map((s) => s.sessionId);
     const rest = await atRest(ids);

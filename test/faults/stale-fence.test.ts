@@ -1,6 +1,7 @@
 import { acquireFence } from '@loopline/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { until } from '../support/wait.ts';
 
 // A runner that lost the session (another runner bumped the fence while it was paused) cannot
 // write: its transactions fail with StaleFenceError and roll back, and the session carries on
@@ -28,9 +29,12 @@ describe('fencing', () => {
     };
     try {
       await client.send(id, 'hello');
-      const deadline = Date.now() + 10_000;
-      while (!bumped && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-      await new Promise((r) => setTimeout(r, 300));
+      await until('the fence bumped mid-step', () => bumped, 10_000);
+      // The stale runner has tried its finishing write and stopped: no active job of the session.
+      await until('the stale runner stopped', async () => {
+        const active = await stack.deps.queues.step.getJobs(['active']);
+        return !active.some((j) => j?.data?.sessionId === id);
+      });
     } finally {
       stack.deps.racepoint = undefined;
     }

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LlmProxy, startLlmProxy } from '../support/llm-proxy.ts';
-import { faultLogDir } from '../support/log-dirs.ts';
-import { WorkerPool } from '../support/procs.ts';
-import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { type FaultStack, startFaultStack } from '../support/fault-stack.ts';
+import type { LlmProxy } from '../support/llm-proxy.ts';
+import type { WorkerPool } from '../support/procs.ts';
+import type { Client } from '../support/stack.ts';
+import { until } from '../support/wait.ts';
 
 // Found by the chaos run, now fixed: crashes spent the agent's step budget. stepsThisTurn
 // (apps/worker/src/step/turn.ts) counted every non-summary assistant message since the user's
@@ -14,14 +15,13 @@ import { type Client, type Stack, startStack } from '../support/stack.ts';
 // their own cap on consecutive interruptions (LOOPLINE_MAX_INTERRUPTED_STEPS →
 // MaxInterruptionsReachedError), as retryable provider errors are by LOOPLINE_MAX_PROVIDER_RETRIES.
 
-let stack: Stack;
+let fault: FaultStack;
 let client: Client;
 let proxy: LlmProxy;
 let pool: WorkerPool;
 
 beforeAll(async () => {
-  stack = await startStack({
-    workers: false,
+  fault = await startFaultStack({
     scenario: {
       rules: [
         {
@@ -31,47 +31,31 @@ beforeAll(async () => {
         },
       ],
     },
+    llmProxy: true,
+    setup: ({ client }) => client.agent('agent', { maxSteps: 2 }),
+    workers: { lockMs: 1500, stalledMs: 500 },
   });
-  proxy = await startLlmProxy(stack.mock.url, 'never-a-summary');
-  client = await stack.tenant();
-  await client.agent('agent', { maxSteps: 2 });
-  pool = new WorkerPool(
-    {
-      databaseUrl: stack.databaseUrl,
-      redisUrl: stack.redisUrl,
-      namespace: stack.namespace,
-      llmUrl: proxy.url,
-      lockMs: 1500,
-      stalledMs: 500,
-    },
-    faultLogDir(stack.namespace),
-  );
+  ({ client, pool } = fault);
+  proxy = fault.proxy!;
 }, 60_000);
 
-afterAll(async () => {
-  await pool?.killAll();
-  await proxy?.close();
-  await stack?.close();
-});
+afterAll(() => fault?.close());
 
 /** Kills the worker that streams a model response, `times` times (a new worker takes its place each time). */
 async function killMidStream(p: WorkerPool, times: number) {
   for (let i = 0; i < times; i++) {
-    const deadline = Date.now() + 20_000;
-    let killed = false;
-    while (!killed && Date.now() < deadline) {
-      for (const r of proxy.streaming()) {
-        const owner = p.ownerOfPort(r.remotePort);
-        if (owner) {
-          await p.kill(owner);
-          p.start();
-          killed = true;
-          break;
-        }
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    expect(killed).toBe(true);
+    const owner = await until(
+      'a worker streaming a model response',
+      () =>
+        proxy
+          .streaming()
+          .map((r) => p.ownerOfPort(r.remotePort))
+          .find((o) => o !== undefined),
+      20_000,
+      50,
+    );
+    await p.kill(owner);
+    p.start();
   }
 }
 
@@ -93,18 +77,12 @@ describe('worker crashes within one turn', () => {
   }, 90_000);
 
   it('a step that kills its worker every time ends with MaxInterruptionsReachedError, not a loop', async () => {
-    const capped = new WorkerPool(
-      {
-        databaseUrl: stack.databaseUrl,
-        redisUrl: stack.redisUrl,
-        namespace: stack.namespace,
-        llmUrl: proxy.url,
-        lockMs: 1500,
-        stalledMs: 500,
-        extra: { LOOPLINE_MAX_INTERRUPTED_STEPS: '2' },
-      },
-      faultLogDir(`${stack.namespace}-capped`),
-    );
+    const capped = fault.newPool({
+      name: 'capped',
+      lockMs: 1500,
+      stalledMs: 500,
+      extra: { LOOPLINE_MAX_INTERRUPTED_STEPS: '2' },
+    });
     try {
       capped.start();
       const sessionId = await client.session('agent');

@@ -1,18 +1,22 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { stackWorkerPool, type WorkerPool } from '../support/procs.ts';
-import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { type FaultStack, startFaultStack } from '../support/fault-stack.ts';
+import type { FaultToolServer } from '../support/fault-tools.ts';
+import { sessionQuiet } from '../support/jobs.ts';
+import type { WorkerPool } from '../support/procs.ts';
+import { type Client, type Stack, untilStreamed } from '../support/stack.ts';
 import { until } from '../support/wait.ts';
 
 // Nothing lost, nothing duplicated: real worker processes are SIGKILLed mid-stream and
 // mid-tool, a new process takes over, and the session finishes as if nothing happened.
 
+let fault: FaultStack;
 let stack: Stack;
 let client: Client;
+let tools: FaultToolServer;
 let pool: WorkerPool;
 
 beforeAll(async () => {
-  stack = await startStack({
-    workers: false,
+  fault = await startFaultStack({
     scenario: {
       rules: [
         {
@@ -26,21 +30,13 @@ beforeAll(async () => {
         },
       ],
     },
+    workers: { lockMs: 2000, stalledMs: 1000 },
   });
-  client = await stack.tenant();
-  pool = stackWorkerPool(stack, { lockMs: 2000, stalledMs: 1000 });
-  await client.tool('slow', {
-    kind: 'webhook',
-    description: 'a slow tool',
-    inputSchema: { type: 'object', properties: { ms: { type: 'number' } } },
-    url: `${stack.tools.url}/slow`,
-    timeoutMs: 10_000,
-  });
-  await client.agent('agent', { tools: ['slow'] });
+  ({ stack, client, tools, pool } = fault);
 }, 60_000);
 
 afterEach(() => pool?.killAll());
-afterAll(() => stack?.close());
+afterAll(() => fault?.close());
 
 const db = () => stack.deps.db;
 
@@ -49,17 +45,7 @@ describe('a worker process killed', () => {
     const first = pool.start();
     const id = await client.session('agent');
     await client.send(id, 'please stream something');
-    await until('streaming started', async () =>
-      db()
-        .selectFrom('parts')
-        .innerJoin('messages', 'messages.id', 'parts.message_id')
-        .select('parts.id')
-        .where('parts.session_id', '=', id)
-        .where('parts.type', '=', 'text')
-        .where('messages.role', '=', 'assistant')
-        .executeTakeFirst(),
-    );
-    await new Promise((r) => setTimeout(r, 1200)); // past the first partial-text flush
+    await untilStreamed(client, id); // past the first partial-text flush
     await pool.kill(first);
     pool.start();
     const session = await client.waitIdle(id, 30_000);
@@ -88,7 +74,7 @@ describe('a worker process killed', () => {
       const data = row?.data as any;
       return data?.state?.status === 'running' ? (data.callId as string) : undefined;
     });
-    await until('tool server reached', async () => stack.tools.calls.get(callId) === 1);
+    await until('tool server reached', async () => tools.calls.get(callId) === 1);
     await pool.kill(first);
     pool.start();
     await client.waitIdle(id, 30_000);
@@ -98,8 +84,9 @@ describe('a worker process killed', () => {
       .find((p: any) => p.type === 'tool' && p.callId === callId);
     expect(tool.state.status).toBe('error');
     expect(tool.state.interrupted).toBe(true);
-    await new Promise((r) => setTimeout(r, 3500)); // the killed call would have finished by now
-    expect(stack.tools.calls.get(callId)).toBe(1);
+    // Nothing is left to run that could call the tool again.
+    await until('no job of the session left', () => sessionQuiet(stack.deps.queues, id));
+    expect(tools.calls.get(callId)).toBe(1);
     const model = await client.history(id, 'model');
     expect(JSON.stringify(model)).toContain('[Tool execution was interrupted]');
   }, 60_000);

@@ -3,7 +3,6 @@ import path from 'node:path';
 import { COMPACTION_SYSTEM_PROMPT } from '@loopline/core';
 import { closeDb, createDb, type Db } from '@loopline/db';
 import type { ReplyInput, ScenarioInput } from '@loopline/mock-llm';
-import type { Queues } from '@loopline/queue';
 import { TITLE_SYSTEM_PROMPT } from '@loopline/worker';
 import type { Job } from 'bullmq';
 import { sql } from 'kysely';
@@ -16,6 +15,7 @@ import {
   type SessionExpectation,
   type Violation,
 } from './invariants.ts';
+import { busyJobs } from './jobs.ts';
 import { type LlmProxy, startLlmProxy } from './llm-proxy.ts';
 import { faultLogDir } from './log-dirs.ts';
 import { type Crash, WORKER_APP_PREFIX, WorkerPool, type WorkerProc } from './procs.ts';
@@ -136,25 +136,6 @@ export function chaosConfig(overrides: Partial<ChaosConfig> = {}): ChaosConfig {
 
 // ---------------------------------------------------------------------------------------------
 // The plan: sessions, their turns, and the mock scenario that answers them.
-
-/**
- * Jobs still to run: active, waiting or prioritized jobs of every queue, and delayed jobs of the
- * loop's queues (a background compaction is delayed on purpose, for minutes).
- */
-export async function busyJobs(queues: Queues): Promise<number> {
-  let busy = 0;
-  for (const q of queues.all()) {
-    // The reconciler's scheduler always holds its next run: never "work still to do".
-    if (q === queues.reconcile) continue;
-    const loop = q === queues.step || q === queues.compact || q === queues.prune;
-    const states = loop
-      ? (['active', 'wait', 'prioritized', 'delayed'] as const)
-      : (['active', 'wait', 'prioritized'] as const);
-    const c = await q.getJobCounts(...states);
-    busy += Object.values(c).reduce((a, b) => a + b, 0);
-  }
-  return busy;
-}
 
 /** mulberry32: a small seeded PRNG, so a failing run can be replayed with FAULT_SEED. */
 export function rng(seed: number) {
@@ -390,7 +371,7 @@ async function httpRetry(stats: Counter, ...args: Parameters<typeof http>): Prom
       error = err;
     }
     stats.bump('gateway retries (5xx / network)');
-    await sleep(150 * (attempt + 1));
+    await sleep(150 * (attempt + 1)); // the client's retry back-off
   }
   if (last) return last;
   throw error;
@@ -483,7 +464,7 @@ class Poller {
       const p = this.snapshot.get(id);
       if (p && p.at > since && ((p.status === 'idle' && p.lastAnswer > p.lastUser) || p.status === 'error'))
         return p;
-      await sleep(100);
+      await sleep(100); // the poller refreshes snapshots; a soft deadline (undefined), not until()'s throw
     }
     return undefined;
   }
@@ -772,7 +753,7 @@ export async function runChaos(cfg: ChaosConfig): Promise<ChaosResult> {
         responses = [await post(sid, turn.text, idem)];
         if (g === 'duplicate-replay') {
           faults.bump('gateway: duplicate POST (same key, replayed later)');
-          await sleep(300);
+          await sleep(300); // on purpose: the replay comes later than the first POST
           responses.push(await post(sid, turn.text, idem));
         }
       }
@@ -848,7 +829,7 @@ export async function runChaos(cfg: ChaosConfig): Promise<ChaosResult> {
           const p = runningOwner(port);
           if (p) return p;
         }
-        await sleep(40);
+        await sleep(40); // polls for a target while the monkey is on; gives up (undefined) at the deadline
       }
       return undefined;
     };
@@ -914,12 +895,12 @@ export async function runChaos(cfg: ChaosConfig): Promise<ChaosResult> {
                 }
                 break;
               }
-              await sleep(25);
+              await sleep(25); // polls the tool / stream for its kill moment
             }
           });
           if (killed) return true;
         }
-        await sleep(30);
+        await sleep(30); // polls for a target while the monkey is on
       }
       return false;
     };
@@ -983,14 +964,14 @@ export async function runChaos(cfg: ChaosConfig): Promise<ChaosResult> {
           turnsAtLastFault = turnsDone;
           return;
         }
-        await sleep(100);
+        await sleep(100); // waits while the monkey is on, for workers up and enough progress
       }
     };
     const monkey = async () => {
       const r = rng(cfg.seed ^ 0x5eed);
       let round: ProcessFault[] = [];
       while (monkeyOn) {
-        await sleep(r.int(cfg.faultIntervalMs[0], cfg.faultIntervalMs[1]));
+        await sleep(r.int(cfg.faultIntervalMs[0], cfg.faultIntervalMs[1])); // on purpose: the fault pace
         await recovered();
         if (!monkeyOn || cfg.processFaults.length === 0) break;
         // Every kind once per round, in a random order: a short CI run still covers them all.
@@ -1025,7 +1006,7 @@ export async function runChaos(cfg: ChaosConfig): Promise<ChaosResult> {
     reconcilerOn = true;
     const reconciler = async () => {
       while (reconcilerOn) {
-        await sleep(1000);
+        await sleep(1000); // the check's pace
         const busy = poller
           .watched()
           .filter((id) => ['queued', 'running', 'compacting'].includes(poller.get(id)?.status ?? ''));
@@ -1102,7 +1083,7 @@ export async function runChaos(cfg: ChaosConfig): Promise<ChaosResult> {
     let settled = false;
     while (Date.now() < settleDeadline) {
       const since = Date.now();
-      await sleep(300);
+      await sleep(300); // the settle check's pace (fresh snapshots after `since`)
       const snapshotsFresh = expectations.every((e) => (poller.get(e.sessionId)?.at ?? 0) > since);
       const atRest = expectations.every((e) => {
         const p = poller.get(e.sessionId);

@@ -58,7 +58,7 @@ export async function startFaultToolServer(): Promise<FaultToolServer> {
       let output: string;
       if (req.url?.startsWith('/slow')) {
         const ms = Number(input.ms ?? 1000);
-        await new Promise((r) => setTimeout(r, ms));
+        await new Promise((r) => setTimeout(r, ms)); // on purpose: the slow tool takes `ms`
         output = `slow result after ${ms} ms`;
       } else if (req.url?.startsWith('/big')) {
         const lines = Number(input.lines ?? 300);

@@ -9,6 +9,7 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { faultLogDir } from './log-dirs.ts';
+import { sleep } from './wait.ts';
 
 // Real worker processes for fault tests: `node apps/worker/src/main.ts` children with small lock
 // timings, their pino output kept (in memory and in a log file per process), and the signals a
@@ -208,10 +209,8 @@ export class WorkerPool {
   async stopAll(graceMs = 10_000): Promise<void> {
     this.supervise = false;
     for (const p of this.alive) this.terminate(p);
-    await Promise.race([
-      Promise.all(this.procs.map((p) => p.exited)),
-      new Promise((r) => setTimeout(r, graceMs)),
-    ]);
+    // A grace period, not a wait for a state: whatever has not exited by then is killed.
+    await Promise.race([Promise.all(this.procs.map((p) => p.exited)), sleep(graceMs)]);
     await this.killAll();
   }
 

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from './redis-server.ts';
+import { until } from './wait.ts';
 
 // A private Redis Cluster for tests: three masters (no replicas), each a `redis-server
 // --cluster-enabled yes` child on free ports (data port and cluster bus port chosen explicitly),
@@ -36,13 +37,9 @@ async function cli(port: number, ...args: string[]): Promise<string> {
   return stdout;
 }
 
+/** until() for a node that may not answer yet (an error counts as "not yet"). */
 async function waitFor(what: string, fn: () => Promise<boolean>, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await fn().catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`redis cluster: timed out waiting for ${what}`);
+  await until(`redis cluster: ${what}`, () => fn().catch(() => false), ms, 100);
 }
 
 export async function startRedisCluster(masters = 3): Promise<PrivateCluster> {

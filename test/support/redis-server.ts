@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer, Socket } from 'node:net';
+import { until } from './wait.ts';
 
 // A private redis-server for a test that restarts Redis: never the machine's shared Redis (other
 // tests and people use it). No persistence (--save "" --appendonly no), like the CI Redis: a
@@ -61,12 +62,7 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
       ],
       { stdio: 'ignore' },
     );
-    const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline) {
-      if (await answers(port)) return;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error(`redis-server on ${port} did not start`);
+    await until(`redis-server on ${port} answering`, () => answers(port), 10_000, 50);
   };
   const kill = async () => {
     const c = child;

@@ -22,6 +22,7 @@ import type { Worker } from 'bullmq';
 import { pino } from 'pino';
 import { startToolServer } from '../../apps/cli/src/demo-tools.ts';
 import { type PrivateRedis, startPrivateRedis } from './redis-server.ts';
+import { until } from './wait.ts';
 
 // The whole service in one test process, on real parts: a fresh PostgreSQL database cloned
 // from the migrated template, a unique Redis namespace, the gateway listening on a random port,
@@ -277,18 +278,36 @@ function makeClient(url: string, apiKey: string, tenantId: string): Client {
       (await ok(call('POST', '/v1/sessions', { agent, ...extra }), 'session')).id,
     send: (sessionId, text, headers) =>
       ok(call('POST', `/v1/sessions/${sessionId}/messages`, { text }, headers), 'send'),
-    waitIdle: async (sessionId, timeoutMs = 20_000) => {
-      const deadline = Date.now() + timeoutMs;
-      while (Date.now() < deadline) {
-        const s = await ok(call('GET', `/v1/sessions/${sessionId}`), 'get session');
-        if (s.status === 'idle' || s.status === 'error') return s;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      throw new Error(`session ${sessionId} not idle after ${timeoutMs} ms`);
-    },
+    waitIdle: (sessionId, timeoutMs = 20_000) =>
+      until(
+        `session ${sessionId} idle`,
+        async () => {
+          const s = await ok(call('GET', `/v1/sessions/${sessionId}`), 'get session');
+          return s.status === 'idle' || s.status === 'error' ? s : undefined;
+        },
+        timeoutMs,
+        50,
+      ),
     history: async (sessionId, view = 'log') =>
       ok(call('GET', `/v1/sessions/${sessionId}/messages?view=${view}`), 'history'),
   };
+}
+
+/**
+ * The text of the session's newest assistant reply, once some of it is stored (the first partial
+ * text flush of a stream): what a test waits for before it kills or aborts a streaming step.
+ */
+export function untilStreamed(client: Client, sessionId: string, timeoutMs = 20_000): Promise<string> {
+  return until(
+    'some streamed text stored',
+    async () => {
+      const log = await client.history(sessionId);
+      const reply = log.messages.findLast((m: any) => m.info.role === 'assistant');
+      const text = reply?.parts.find((p: any) => p.type === 'text')?.text as string | undefined;
+      return text && text.length > 0 ? text : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { SessionEvent } from '@loopline/core';
 import { publishEvents } from '@loopline/queue';
+import { until } from '@loopline/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, type Stack, startStack, tenantWithSession } from './helpers.ts';
 
@@ -26,11 +27,16 @@ interface Received {
   comment?: string;
 }
 
-/** Opens the stream and reads frames until `until` says stop; then closes the connection. */
+/**
+ * Opens the stream and reads frames until `done` says stop; then closes the connection.
+ * `onConnected` runs at the server's `: connected` comment: its cursor is set, so anything
+ * published from then on is delivered.
+ */
 async function readStream(
   headers: Record<string, string>,
-  until: (frames: Received[]) => boolean,
+  done: (frames: Received[]) => boolean,
   query = '',
+  onConnected?: () => void,
 ): Promise<{ frames: Received[]; status: number; contentType: string | null }> {
   const controller = new AbortController();
   const res = await fetch(`${base}/v1/sessions/${t.sessionId}/events${query}`, {
@@ -43,7 +49,7 @@ async function readStream(
   let buffer = '';
   const deadline = setTimeout(() => controller.abort(), 10_000);
   try {
-    while (!until(frames)) {
+    while (!done(frames)) {
       const { value, done } = await reader.read();
       if (done) break;
       buffer += decoder.decode(value, { stream: true });
@@ -61,6 +67,7 @@ async function readStream(
           }
         }
         frames.push(frame);
+        if (frame.comment === 'connected') onConnected?.();
         end = buffer.indexOf('\n\n');
       }
     }
@@ -110,14 +117,18 @@ describe('GET /v1/sessions/:id/events', () => {
   });
 
   it('delivers live events and heartbeats while idle', async () => {
+    let connected = false;
     const pending = readStream(
       {},
       (f) =>
         events(f).some((e) => JSON.parse(e.data!).detail === 'live') &&
         f.some((x) => x.comment === 'heartbeat'),
       '?after=$',
+      () => {
+        connected = true;
+      },
     );
-    await new Promise((r) => setTimeout(r, 300));
+    await until('the stream connected', () => connected);
     await publishEvents(stack.redis, stack.keys, t.sessionId, [statusEvent('live')]);
     const { frames } = await pending;
     const live = events(frames);
@@ -126,8 +137,16 @@ describe('GET /v1/sessions/:id/events', () => {
   });
 
   it('streams events written by the message route', async () => {
-    const pending = readStream({}, (f) => events(f).some((e) => e.event === 'message.updated'), '?after=$');
-    await new Promise((r) => setTimeout(r, 100));
+    let connected = false;
+    const pending = readStream(
+      {},
+      (f) => events(f).some((e) => e.event === 'message.updated'),
+      '?after=$',
+      () => {
+        connected = true;
+      },
+    );
+    await until('the stream connected', () => connected);
     const posted = await fetch(`${base}/v1/sessions/${t.sessionId}/messages`, {
       method: 'POST',
       headers: { ...t.auth, 'content-type': 'application/json' },

@@ -5,13 +5,16 @@ import {
   listStalledSessions,
   listStalledWaitingSessions,
   loadHistory,
+  type PendingDelivery,
   type SessionInfo,
   type StalledSession,
 } from '@loopline/db';
 import { addBatchFlow, controlJobIds, JOBS, jobIds, type ReconcileJob, type StepJob } from '@loopline/queue';
+import { continueTrace, sessionAttributes } from '@loopline/telemetry';
 import type { Job, JobType } from 'bullmq';
 import type { WorkerDeps } from './deps.ts';
 import { sessionPriority } from './fairness/options.ts';
+import { DELIVERY_GRACE_MS, healWebhookDeliveries } from './webhooks/outbox.ts';
 
 // The reconciler: the safety net for sessions that say work is due but that nothing will ever
 // move again. A Redis restart without persistence loses every BullMQ job and session lock, and a
@@ -43,6 +46,15 @@ import { sessionPriority } from './fairness/options.ts';
 // batch's unfinished items (deterministic ids; an item job re-derives everything from PostgreSQL:
 // one whose session already answered finishes the item, processors/batch-item.ts), and with none
 // left only the parent, which completes the batch.
+//
+// Event webhooks: a delivery is recorded `pending` in the transaction of its event and its job
+// added after the commit (webhooks/outbox.ts). A pending delivery untouched for a short grace
+// whose job Redis does not have (a crash between commit and add, a Redis loss) gets its job
+// again, under the same id; the receiver dedupes on the event id, so at-least-once holds.
+//
+// Tracing: what the reconciler re-adds continues the trace it belongs to (the session's last
+// fenced write, the batch's creating request, the delivery's recording write: each row keeps its
+// traceparent while tracing is on), in a `reconcile …` span linked to the pass that found it.
 //
 // Why this is safe: a job carries ids only and re-derives everything from the log under the
 // session lock and a new fence (a spurious wake finds the loop going or done and joins or exits,
@@ -110,14 +122,29 @@ export interface ReconcileResult {
   }>;
   /** Running batches whose flow Redis had lost, re-added (their active item count). */
   batches: Array<{ tenantId: string; batchId: string; items: number }>;
+  /** Pending webhook deliveries whose job was lost, re-added (webhooks/outbox.ts). */
+  deliveries: PendingDelivery[];
 }
 
 /** One reconciler pass (the scheduler's job; tests call it directly). */
 export async function reconcileOnce(
   deps: WorkerDeps,
-  opts: { afterMs: number; limit?: number },
+  opts: {
+    afterMs: number;
+    limit?: number;
+    /** How long a pending delivery may go untouched before its job is checked; default min(afterMs, 10 s). */
+    deliveryGraceMs?: number;
+  },
 ): Promise<ReconcileResult> {
-  const result: ReconcileResult = { candidates: 0, locked: 0, pending: 0, moved: 0, woken: [], batches: [] };
+  const result: ReconcileResult = {
+    candidates: 0,
+    locked: 0,
+    pending: 0,
+    moved: 0,
+    woken: [],
+    batches: [],
+    deliveries: [],
+  };
   const limit = opts.limit !== undefined ? { limit: opts.limit } : {};
   const stalled = [
     ...(await listStalledSessions(deps.db, {
@@ -129,6 +156,10 @@ export async function reconcileOnce(
   ];
   result.candidates = stalled.length;
   result.batches = await reconcileBatches(deps, opts.afterMs);
+  result.deliveries = await healWebhookDeliveries(deps, {
+    graceMs: opts.deliveryGraceMs ?? Math.min(opts.afterMs, DELIVERY_GRACE_MS),
+    ...limit,
+  });
   if (stalled.length === 0) return result;
 
   // Locks first, then jobs: a runner takes the lock before its job leaves the active list, and
@@ -156,7 +187,13 @@ export async function reconcileOnce(
       continue;
     }
     try {
-      const woken = await wakeStalled(deps, s);
+      // The wake continues the session's own trace (its last fenced write's), linked to this pass.
+      const woken = await continueTrace(
+        'reconcile wake',
+        s.traceparent ?? undefined,
+        { ...sessionAttributes(s), 'loopline.session.status': s.status },
+        () => wakeStalled(deps, s),
+      );
       if (woken) result.woken.push(woken);
       else result.moved++;
     } catch (err) {
@@ -279,7 +316,9 @@ async function reconcileBatches(deps: WorkerDeps, afterMs: number): Promise<Reco
     try {
       const state = await deps.queues.batch.getJobState(jobIds.batch(batch.batchId));
       if (state !== 'unknown') continue;
-      await addBatchFlow(deps.queues, batch);
+      await continueTrace('reconcile batch', batch.traceparent, { 'loopline.batch.id': batch.batchId }, () =>
+        addBatchFlow(deps.queues, batch),
+      );
       out.push({ tenantId: batch.tenantId, batchId: batch.batchId, items: batch.items.length });
       deps.logger.warn(
         { tenantId: batch.tenantId, batchId: batch.batchId, items: batch.items.length },
@@ -305,7 +344,7 @@ export async function processReconcile(deps: WorkerDeps, job: Job<ReconcileJob>)
     deps.logger.warn({ err, jobId: job.id }, 'reconciler pass failed');
     return;
   }
-  if (result.candidates > 0 || result.batches.length > 0)
+  if (result.candidates > 0 || result.batches.length > 0 || result.deliveries.length > 0)
     deps.logger.info(
       {
         jobId: job.id,
@@ -315,6 +354,7 @@ export async function processReconcile(deps: WorkerDeps, job: Job<ReconcileJob>)
         moved: result.moved,
         woken: result.woken.length,
         batches: result.batches.length,
+        deliveries: result.deliveries.length,
       },
       'reconciler pass',
     );

@@ -16,12 +16,17 @@ import {
 import { jobIds } from '@loopline/queue';
 import { notifyParent } from './control/notify.ts';
 import type { WorkerDeps } from './deps.ts';
+import { runStopped } from './fairness/loop-stopped.ts';
 import type { SessionWriter } from './session-writer.ts';
 
 // Session status writes shared by every processor: fenced, with their events after commit.
-// `goIdle` also schedules the idle prune pass (docs/context.md §6: after the loop exits, prune).
+// `goIdle` and `failSession` end the run: after the commit they free the tenant slot and wake the
+// batch item (runStopped); `goIdle` also schedules the idle prune pass (docs/context.md §6).
 
-export async function setStatus(writer: SessionWriter, status: SessionStatus): Promise<void> {
+/** A status the run goes on in; the statuses that end it have their own writes (below, waits.ts). */
+type RunningStatus = Exclude<SessionStatus, 'idle' | 'error' | 'waiting'>;
+
+export async function setStatus(writer: SessionWriter, status: RunningStatus): Promise<void> {
   const { tenantId, sessionId } = writer.ctx;
   await writer.write(async (trx, emit) => {
     await setSessionStatus(trx, tenantId, sessionId, status, null, null);
@@ -36,6 +41,7 @@ export async function goIdle(deps: WorkerDeps, writer: SessionWriter, stepCount:
     emit({ type: 'session.status', status: 'idle' });
     emit({ type: 'session.idle' });
   });
+  await runStopped(deps, writer.ctx);
   await deps.queues.add('prune', jobIds.prune(sessionId, stepCount, 'idle'), {
     tenantId,
     sessionId,
@@ -61,6 +67,7 @@ export async function failSession(writer: SessionWriter, error: ErrorData): Prom
     emit({ type: 'session.status', status: 'error', detail: error.message });
     emit({ type: 'session.error', error: record });
   });
+  await runStopped(writer.deps, writer.ctx);
   // A child session (task tool) that failed: its parent writes the error as the task's result.
   const session = await getSession(writer.deps.db, tenantId, sessionId);
   if (session?.parentSessionId) await notifyParent(writer.deps, session, writer.deps.logger);

@@ -1,22 +1,36 @@
 import type { SessionEvent } from '@loopline/core';
-import { type FencedRow, type FencedSessionPatch, type Trx, withFence } from '@loopline/db';
-import { publishEvents } from '@loopline/queue';
+import {
+  type FencedCte,
+  type FencedRow,
+  type FencedSessionPatch,
+  type PendingDelivery,
+  pendingDeliveriesOf,
+  recordWebhookEvents,
+  type Trx,
+  webhookEventsCte,
+  withFence,
+} from '@loopline/db';
+import { publishEvents, type WebhookEvent, webhookEventsOf } from '@loopline/queue';
+import { currentTraceparent, tracingActive } from '@loopline/telemetry';
 import type { WorkerDeps } from './deps.ts';
-import { afterRunStopped } from './fairness/loop-stopped.ts';
-import { enqueueWebhookEvents } from './webhooks/enqueue.ts';
-import { webhookEventsOf } from './webhooks/events.ts';
+import { queueWebhookJobs } from './webhooks/outbox.ts';
 
 // Every write a runner makes goes through here: one PostgreSQL transaction that first checks the
-// fence (a stale runner's write throws StaleFenceError and rolls back), then the session's
-// events are published to its Redis stream — after the commit, never before. A status that ends
-// the run (idle, error, waiting) then frees the tenant slot and wakes the batch item (fairness/),
-// and the events a tenant subscribed to become webhook deliveries (webhooks/).
+// fence (a stale runner's write throws StaleFenceError and rolls back), then the session's events
+// are published to its Redis stream — after the commit, never before. The events a tenant may
+// subscribe to (idle, error, waiting, compaction) are recorded as webhook deliveries in that same
+// transaction (the outbox, db repo/webhooks.ts) and their jobs added after the commit
+// (webhooks/outbox.ts; the reconciler re-adds a lost one). Nothing else: what a run's end sets off
+// (the tenant slot, the batch item) is the caller's explicit step (fairness/loop-stopped.ts).
 
 export interface Fenced {
   tenantId: string;
   sessionId: string;
   fence: number;
 }
+
+/** Given to a one-statement write: the outbox CTE for the session events it will emit. */
+export type OutboxCte = (events: readonly SessionEvent[]) => FencedCte[];
 
 export class SessionWriter {
   readonly deps: WorkerDeps;
@@ -32,30 +46,77 @@ export class SessionWriter {
     patch?: FencedSessionPatch,
   ): Promise<T> {
     const events: SessionEvent[] = [];
+    let deliveries: PendingDelivery[] = [];
+    // Tracing on: the row keeps the trace of its last write, which the reconciler continues.
+    const traceparent = tracingActive() ? currentTraceparent() : undefined;
+    if (traceparent) patch = { ...patch, traceparent };
     const result = await withFence(
       this.deps.db,
       this.ctx,
-      (trx, row) => fn(trx, (e) => events.push(e), row),
+      async (trx, row) => {
+        const value = await fn(trx, (e) => events.push(e), row);
+        deliveries = await this.record(trx, webhookEventsOf(this.ctx, events));
+        return value;
+      },
       patch,
     );
     await this.publish(events);
-    await afterRunStopped(this.deps, this.ctx, events);
-    await enqueueWebhookEvents(this.deps, this.ctx.tenantId, webhookEventsOf(this.ctx, events));
+    await queueWebhookJobs(this.deps, deliveries);
     return result;
   }
 
   /**
    * A fenced write that is ONE statement (its own transaction) checking the fence itself, e.g.
    * db startAssistantStep: no BEGIN/COMMIT round trips. `fn` must throw StaleFenceError and write
-   * nothing when the fence is stale; the events are published after it returns (committed).
+   * nothing when the fence is stale; the events are published after it returns (committed). A
+   * statement whose events a webhook may want puts `outbox(events)` among its CTEs (db
+   * fencedStatement), so the deliveries commit with it; an event emitted without that is
+   * recorded by a follow-up statement (logged: a crash in between would lose its delivery).
    */
-  async writeStatement<T>(fn: (emit: (e: SessionEvent) => void) => Promise<T>): Promise<T> {
+  async writeStatement<T>(
+    fn: (emit: (e: SessionEvent) => void, outbox: OutboxCte) => Promise<T>,
+  ): Promise<T> {
     const events: SessionEvent[] = [];
-    const result = await fn((e) => events.push(e));
+    const inStatement = new Set<string>();
+    const outbox: OutboxCte = (planned) => {
+      const hooks = webhookEventsOf(this.ctx, planned);
+      for (const h of hooks) inStatement.add(h.id);
+      return hooks.length > 0 ? [webhookEventsCte(this.ctx.tenantId, hooks, currentTraceparent())] : [];
+    };
+    const result = await fn((e) => events.push(e), outbox);
+    const hooks = webhookEventsOf(this.ctx, events);
+    const late = hooks.filter((h) => !inStatement.has(h.id));
+    let deliveries: PendingDelivery[] = [];
+    if (hooks.length > 0) {
+      try {
+        if (late.length > 0)
+          this.deps.logger.error(
+            { tenantId: this.ctx.tenantId, sessionId: this.ctx.sessionId, events: late.map((h) => h.type) },
+            'webhook events emitted by a one-statement write without its outbox CTE',
+          );
+        const recorded = hooks.filter((h) => inStatement.has(h.id)).map((h) => h.id);
+        deliveries = [
+          ...(await this.record(this.deps.db, late)),
+          ...(await pendingDeliveriesOf(this.deps.db, this.ctx.tenantId, recorded)),
+        ];
+      } catch (err) {
+        // Committed already: the step goes on; recorded deliveries get their jobs from the reconciler.
+        this.deps.logger.warn({ err, tenantId: this.ctx.tenantId }, 'webhook deliveries not read back');
+      }
+    }
     await this.publish(events);
-    await afterRunStopped(this.deps, this.ctx, events);
-    await enqueueWebhookEvents(this.deps, this.ctx.tenantId, webhookEventsOf(this.ctx, events));
+    await queueWebhookJobs(this.deps, deliveries);
     return result;
+  }
+
+  /** The outbox insert of a write's webhook events (none for most writes: no statement). */
+  private async record(
+    db: Trx | WorkerDeps['db'],
+    hooks: readonly WebhookEvent[],
+  ): Promise<PendingDelivery[]> {
+    if (hooks.length === 0) return [];
+    const ids = await recordWebhookEvents(db, this.ctx.tenantId, hooks, currentTraceparent());
+    return ids.map((id) => ({ id, tenantId: this.ctx.tenantId, jobId: id }));
   }
 
   async publish(events: SessionEvent[]): Promise<void> {

@@ -31,6 +31,8 @@ export interface FencedSessionPatch extends SessionProgress {
   status?: { status: SessionStatus; detail?: string | null; error?: ErrorData | null };
   /** Takes the next message seq (sessions.last_seq + 1), returned as FencedRow.lastSeq. */
   allocateSeq?: boolean;
+  /** The writer's trace context (tracing on): what the reconciler continues after a loss. */
+  traceparent?: string;
 }
 
 /** The session row as the fence check left it. */
@@ -56,6 +58,7 @@ export async function withFence<T>(
       set.error = toJsonOrNull(patch.status.error);
     }
     if (patch?.allocateSeq) set.last_seq = sql<number>`last_seq + 1`;
+    if (patch?.traceparent) set.traceparent = patch.traceparent;
     const updated = await trx
       .updateTable('sessions')
       .set(set)

@@ -165,14 +165,20 @@ export {
   deleteWebhookSubscription,
   getWebhookDelivery,
   getWebhookSubscription,
-  insertWebhookDeliveries,
+  listStalePendingDeliveries,
   listWebhookDeliveries,
   listWebhookSubscriptions,
+  type PendingDelivery,
+  pendingDeliveriesOf,
   putWebhookSubscription,
   recordWebhookAttempt,
+  recordWebhookEvents,
   resetWebhookDelivery,
+  setWebhookDeliveryJob,
   type WebhookDelivery,
+  type WebhookOutboxEvent,
   type WebhookSubscription,
+  webhookEventsCte,
 } from './repo/webhooks.ts';
 export type { DB } from './schema.ts';
 export type {

@@ -1,7 +1,7 @@
 import { LooplineError } from '@loopline/core';
 import { describe, expect } from 'vitest';
 import { pgTest as test } from '../../testkit/src/fixtures.ts';
-import { makeSessionWithTenant } from '../../testkit/src/index.ts';
+import { lockWaiters, makeSessionWithTenant, until } from '../../testkit/src/index.ts';
 import {
   acquireFence,
   acquireFenceWithSession,
@@ -103,7 +103,7 @@ describe('fence', () => {
       acquired = n;
       return n;
     });
-    await new Promise((r) => setTimeout(r, 100));
+    await until('the takeover parked on the session row lock', async () => (await lockWaiters(pg.db)) === 1);
     expect(acquired).toBeUndefined(); // blocked on the session row lock
     release();
     await slow;

@@ -1,7 +1,7 @@
 import { readdirSync } from 'node:fs';
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../../testkit/src/index.ts';
+import { createTestDatabase, type TestDatabase, until } from '../../testkit/src/index.ts';
 import {
   closeDb,
   createDb,
@@ -94,14 +94,12 @@ describe('migrateWhenReady', () => {
       await blocker.connection().execute(async (conn) => {
         await sql`select pg_advisory_lock(7406110001::bigint)`.execute(conn);
         const run = migrateWhenReady(db, { delayMs: 50, onRetry: (err) => retries.push(err) });
-        let killed = 0;
-        for (let i = 0; i < 100 && killed === 0; i++) {
+        const killed = await until('the migration parked on the lock, then terminated', async () => {
           const { rows } = await sql<{ n: number }>`
             select count(pg_terminate_backend(pid))::int as n from pg_stat_activity
             where application_name = 'migrate-victim' and query like '%pg_advisory_lock%'`.execute(conn);
-          killed = rows[0]?.n ?? 0;
-          if (!killed) await new Promise((r) => setTimeout(r, 20));
-        }
+          return rows[0]?.n || undefined;
+        });
         expect(killed).toBe(1);
         await sql`select pg_advisory_unlock(7406110001::bigint)`.execute(conn);
         const results = await run;

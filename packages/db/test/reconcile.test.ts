@@ -55,6 +55,7 @@ describe('listStalledSessions', () => {
       fence: 1,
       kind: 'interactive',
       boundarySeq: null,
+      traceparent: null,
     });
     const ofB = await listStalledSessions(pg.db, { statuses, idleForMs: 30_000, tenantId: b.tenant.id });
     expect(ofB.map((s) => s.sessionId)).toEqual([queued.id]);

@@ -1,6 +1,6 @@
 import { describe, expect } from 'vitest';
 import { pgTest as test } from '../../testkit/src/fixtures.ts';
-import { makeSessionWithTenant } from '../../testkit/src/index.ts';
+import { lockWaiters, makeSessionWithTenant, until } from '../../testkit/src/index.ts';
 import {
   appendUserMessage,
   type Db,
@@ -56,7 +56,10 @@ describe('lockSession', () => {
     const status = transitionSessionStatus(pg.db, tenant.id, session.id, ['idle'], 'queued').then(() =>
       order.push('status'),
     );
-    await new Promise((r) => setTimeout(r, 100));
+    await until(
+      'append and status parked on the session row lock',
+      async () => (await lockWaiters(pg.db)) === 2,
+    );
     expect(order).toEqual([]);
     release();
     await Promise.all([tx, append, status]);

@@ -2,7 +2,7 @@ import { AgentConfig, ToolConfig } from '@loopline/core';
 import { sql } from 'kysely';
 import { describe, expect } from 'vitest';
 import { pgTest as test } from '../../testkit/src/fixtures.ts';
-import { makeSession, makeTenant } from '../../testkit/src/index.ts';
+import { makeSession, makeTenant, sleep } from '../../testkit/src/index.ts';
 import {
   authenticateApiKey,
   authenticateApiKeyCached,
@@ -106,7 +106,7 @@ describe('api keys', () => {
     const second = await createApiKey(pg.db, tenant.id);
     expect(await authenticateApiKeyCached(pg.db, second.apiKey, 50)).toBeDefined();
     await sql`update api_keys set revoked_at = now() where id = ${second.keyId}`.execute(pg.db);
-    await new Promise((r) => setTimeout(r, 60));
+    await sleep(60); // on purpose: the 50 ms cache TTL must run out
     expect(await authenticateApiKeyCached(pg.db, second.apiKey, 50)).toBeUndefined();
   });
 

@@ -1,8 +1,10 @@
-// One OpenTelemetry client span per model call (`chat <model id>`), a child of the active span
-// (the worker's job span, or a compaction span), with the GenAI semantic-convention attributes the
-// AI SDK's own telemetry used to record: provider, model, request settings, response id and model,
-// finish reason and token usage (`gen_ai.usage.*`). Never the prompt or the answer. On only when
-// the process turned tracing on (@loopline/telemetry startTracing) and enableModelTracing ran.
+// OpenTelemetry spans of a model call, in the shape the AI SDK's telemetry gave them: an agent
+// span named by purpose (`invoke_agent step`, `… title`, `… summary`), a child of the active span
+// (the worker's job span, or a compaction span), and under it the provider call (`chat <model
+// id>`, kind client), both with the GenAI semantic-convention attributes: provider, model, request
+// settings, response id and model, finish reason and token usage (`gen_ai.usage.*`). Never the
+// prompt or the answer. On only when the process turned tracing on (@loopline/telemetry
+// startTracing) and enableModelTracing ran.
 
 import { endClientSpan, startClientSpan } from '@loopline/telemetry';
 import type { Model } from './prompt.ts';
@@ -14,7 +16,10 @@ export function enableModelTracing(): void {
   enabled = true;
 }
 
-type Span = ReturnType<typeof startClientSpan>;
+type Spans = {
+  agent: NonNullable<ReturnType<typeof startClientSpan>>;
+  chat: ReturnType<typeof startClientSpan>;
+};
 
 export function startModelSpan(
   model: Model,
@@ -23,16 +28,28 @@ export function startModelSpan(
     maxOutputTokens?: number | undefined;
     temperature?: number | undefined;
   },
-): Span {
+): Spans | undefined {
   if (!enabled) return undefined;
-  return startClientSpan(`chat ${model.modelId}`, {
-    'gen_ai.operation.name': 'chat',
+  const purpose = req.purpose ?? 'step';
+  const common = {
     'gen_ai.provider.name': model.provider.split('.')[0] ?? model.provider,
     'gen_ai.request.model': model.modelId,
-    'loopline.model.purpose': req.purpose ?? 'step',
+    'gen_ai.agent.name': purpose,
     ...(req.maxOutputTokens !== undefined ? { 'gen_ai.request.max_tokens': req.maxOutputTokens } : {}),
     ...(req.temperature !== undefined ? { 'gen_ai.request.temperature': req.temperature } : {}),
-  });
+  };
+  const agent = startClientSpan(
+    `invoke_agent ${purpose}`,
+    { 'gen_ai.operation.name': 'invoke_agent', ...common },
+    { kind: 'internal' },
+  );
+  if (!agent) return undefined;
+  const chat = startClientSpan(
+    `chat ${model.modelId}`,
+    { 'gen_ai.operation.name': 'chat', ...common },
+    { parent: agent },
+  );
+  return { agent, chat };
 }
 
 export interface ModelSpanEnd {
@@ -53,8 +70,8 @@ export interface ModelSpanEnd {
   error?: { kind: string; message: string } | undefined;
 }
 
-export function endModelSpan(span: Span, end: ModelSpanEnd): void {
-  if (!span) return;
+export function endModelSpan(spans: Spans | undefined, end: ModelSpanEnd): void {
+  if (!spans) return;
   const u = end.usage;
   const attrs: Record<string, string | number | string[]> = {};
   const put = (key: string, v: string | number | string[] | undefined) => {
@@ -69,5 +86,6 @@ export function endModelSpan(span: Span, end: ModelSpanEnd): void {
   put('gen_ai.usage.cache_creation.input_tokens', u?.inputTokens.cacheWrite);
   put('gen_ai.usage.reasoning.output_tokens', u?.outputTokens.reasoning);
   put('error.type', end.error?.kind);
-  endClientSpan(span, attrs, end.error?.message);
+  endClientSpan(spans.chat, attrs, end.error?.message);
+  endClientSpan(spans.agent, attrs, end.error?.message);
 }

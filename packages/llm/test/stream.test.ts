@@ -286,11 +286,11 @@ describe.each([
     expect(only(events, 'finish')).toHaveLength(0);
   });
 
-  it('ends with an aborted error within a second of abort', async () => {
+  it('ends with an aborted error soon after abort: the stream is cut, not read to its end', async () => {
     mock.setScenario({ latencyMs: 50, rules: [{ reply: { text: 'word '.repeat(200) } }] });
     const ac = new AbortController();
     const events: LlmEvent[] = [];
-    let abortedAt = 0;
+    let deltasAtAbort = 0;
     for await (const e of streamStep({
       model: model(),
       system: [],
@@ -299,14 +299,15 @@ describe.each([
       abortSignal: ac.signal,
     })) {
       events.push(e);
-      if (only(events, 'text-delta').length === 3 && abortedAt === 0) {
-        abortedAt = Date.now();
+      if (only(events, 'text-delta').length === 3 && deltasAtAbort === 0) {
+        deltasAtAbort = 3;
         ac.abort(new Error('lease lost'));
       }
     }
-    expect(Date.now() - abortedAt).toBeLessThan(1_000);
     expect(lastError(events)).toEqual({ kind: 'aborted', message: 'lease lost' });
-    expect(only(events, 'text-delta').length).toBeLessThan(20);
+    // At most what was already buffered arrives after the abort, not the other ~190 words.
+    expect(only(events, 'text-delta').length - deltasAtAbort).toBeLessThan(20);
+    expect(only(events, 'finish')).toHaveLength(0);
   });
 
   it('returns aborted at once for an already-aborted signal', async () => {

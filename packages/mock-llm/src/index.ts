@@ -20,6 +20,12 @@ export {
   ToolCallsReply,
   When,
 } from './scenario.ts';
-export { type MockLlm, type MockLlmOptions, type RecordedCall, startMockLlm } from './server.ts';
+export {
+  type HeldCall,
+  type MockLlm,
+  type MockLlmOptions,
+  type RecordedCall,
+  startMockLlm,
+} from './server.ts';
 export { summarise } from './summary.ts';
 export { countText, serialisePrompt } from './tokens.ts';

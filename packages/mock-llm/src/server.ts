@@ -61,6 +61,16 @@ export interface MockLlmOptions {
   tokenMemo?: boolean;
 }
 
+/** A request held open by `MockLlm.hold()`: recorded, but not answered until released. */
+export interface HeldCall {
+  /** Resolves with the recorded call once a matching request arrives and is held. */
+  reached: Promise<RecordedCall>;
+  /** True once a request is held (what `reached` resolves on), for polling. */
+  readonly isReached: boolean;
+  /** Lets the held request answer (idempotent; before `reached`, the request is not held at all). */
+  release(): void;
+}
+
 export interface MockLlm {
   /** Base URL ending in /v1, for `createOpenAI({ baseURL })`. */
   url: string;
@@ -74,6 +84,20 @@ export interface MockLlm {
   ruleCounts(): Record<number, number>;
   /** Clears calls, rule counters and the prompt cache. */
   reset(): void;
+  /**
+   * Holds the next request that `match` accepts (default: the next request) before any byte of
+   * its response, until `release()`: a racepoint for tests that need something to happen while a
+   * model call is in flight. Pending holds are released on close().
+   */
+  hold(match?: (call: RecordedCall) => boolean): HeldCall;
+}
+
+interface Hold {
+  match: (call: RecordedCall) => boolean;
+  taken: boolean;
+  reached(call: RecordedCall): void;
+  released: Promise<void>;
+  release(): void;
 }
 
 interface State {
@@ -83,6 +107,7 @@ interface State {
   calls: RecordedCall[];
   seq: number;
   tokenMemo: boolean;
+  holds: Hold[];
 }
 
 function meta(conv: Conversation, seq: number): WireMeta {
@@ -209,6 +234,12 @@ function buildMockApp(state: State, logger: boolean) {
     const { plan, call, latencyMs } = decide(state, conv);
     call.body = request.body;
     state.calls.push(call);
+    const hold = state.holds.find((h) => !h.taken && h.match(call));
+    if (hold) {
+      hold.taken = true;
+      hold.reached(call);
+      await hold.released;
+    }
     if (plan.kind === 'error') return sendError(reply, plan);
     if (plan.kind === 'raw-stream') {
       // HTTP 200 with an error inside the stream (llama.cpp).
@@ -240,6 +271,7 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
     calls: [],
     seq: 0,
     tokenMemo: opts.tokenMemo ?? false,
+    holds: [],
   };
   // Load the encoder now (≈ 0.3 s), not inside the first request's latency budget.
   countText('warm up');
@@ -253,6 +285,7 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
     url: `http://${urlHost}:${port}/v1`,
     port,
     close: async () => {
+      for (const h of state.holds.splice(0)) h.release();
       await app.close();
     },
     setScenario(scenario) {
@@ -265,6 +298,34 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
       state.calls.length = 0;
       state.rules.reset();
       state.cache.clear();
+    },
+    hold(match = () => true) {
+      let reached!: (call: RecordedCall) => void;
+      let release!: () => void;
+      const reachedPromise = new Promise<RecordedCall>((resolve) => {
+        reached = resolve;
+      });
+      const hold: Hold = {
+        match,
+        taken: false,
+        reached,
+        released: new Promise<void>((resolve) => {
+          release = resolve;
+        }),
+        release: () => {
+          const i = state.holds.indexOf(hold);
+          if (i >= 0) state.holds.splice(i, 1);
+          release();
+        },
+      };
+      state.holds.push(hold);
+      return {
+        reached: reachedPromise,
+        get isReached() {
+          return hold.taken;
+        },
+        release: hold.release,
+      };
     },
   };
 }

@@ -138,6 +138,8 @@ describe('streaming wire format', () => {
     use({ latencyMs: 40, rules: [{ reply: { text: 'a b c d', chunks: 4 } }] });
     const t0 = Date.now();
     await sseData(await chat('x', { stream: true }));
+    // The feature is a delay, so this is the one timing check kept: a lower bound, which a loaded
+    // machine can only make easier to meet (it never flakes the way an upper bound does).
     expect(Date.now() - t0).toBeGreaterThanOrEqual(4 * 40 - 10);
   });
 });
@@ -279,6 +281,44 @@ describe('faults', () => {
     use({ rules: [{ reply: { fault: 'cut-stream', afterChunks: 3, text: 'a b c d e f g h' } }] });
     const res = await chat('x', { stream: true });
     await expect(res.text()).rejects.toThrow();
+  });
+});
+
+describe('hold', () => {
+  it('holds the matching request open until released; others pass', async () => {
+    use({});
+    const held = mock.hold((call) => JSON.stringify(call.messages).includes('wait for me'));
+    let answered = false;
+    const first = chat('wait for me').then((res) => {
+      answered = true;
+      return res;
+    });
+    const call = await held.reached;
+    expect(held.isReached).toBe(true);
+    expect(call.index).toBe(0);
+    // Another request is not held, and is answered while the first is still open.
+    const other = await chat('go ahead');
+    expect((await other.json()).choices[0].message.content).toBe('OK: go ahead');
+    expect(answered).toBe(false);
+    held.release();
+    const res = await first;
+    expect((await res.json()).choices[0].message.content).toBe('OK: wait for me');
+    // Used up: the next matching request passes.
+    expect((await chat('wait for me')).status).toBe(200);
+  });
+
+  it('holds a stream before its first byte; a hold released before it is reached holds nothing', async () => {
+    use({});
+    const unused = mock.hold();
+    unused.release();
+    expect((await chat('free')).status).toBe(200);
+    expect(unused.isReached).toBe(false);
+    const held = mock.hold();
+    const pending = chat('streamed', { stream: true });
+    await held.reached;
+    held.release();
+    const data = await sseData(await pending);
+    expect(data.at(-1)).toBe('[DONE]');
   });
 });
 

@@ -10,3 +10,4 @@ export * from './redis.ts';
 export { lockScripts } from './scripts.ts';
 export * from './semaphore.ts';
 export * from './token-budget.ts';
+export * from './webhook-events.ts';

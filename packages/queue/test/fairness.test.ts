@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
+import { sleep } from '../../testkit/src/wait.ts';
 import {
   acquireSlot,
   extendSlot,
@@ -53,14 +54,14 @@ describe('tenant semaphore', () => {
     const t = 'ten_d';
     expect((await slot(t, 'dead', 1, 200)).acquired).toBe(true);
     expect((await slot(t, 'live', 1, 200)).acquired).toBe(false);
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300); // on purpose: the dead holder's 200 ms slot TTL runs out
     expect((await slot(t, 'live', 1, 200)).acquired).toBe(true);
     expect(await extendSlot(redis, keys, t, 'dead', 200)).toBe(false);
     const renewal = renewSlot(redis, keys, t, 'live', 200);
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500); // on purpose: more than two TTLs pass, and the renewed slot is still held
     expect((await slot(t, 'other', 1, 200)).acquired).toBe(false);
     renewal.stop();
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300); // on purpose: with the renewal stopped, the TTL runs out
     expect((await slot(t, 'other', 1, 200)).acquired).toBe(true);
   });
 });

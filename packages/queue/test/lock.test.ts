@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
+import { sleep, until } from '../../testkit/src/wait.ts';
 import { acquireLease, keySpace, publishEvents, readEvents } from '../src/index.ts';
 
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
@@ -23,7 +24,7 @@ describe('session lock', () => {
   it('is renewed while held, beyond its ttl', async () => {
     const key = keys.lock('ses_b');
     const a = await acquireLease(redis, key, { ttlMs: 300 });
-    await new Promise((r) => setTimeout(r, 800));
+    await sleep(800); // on purpose: more than two TTLs pass while the lease is held
     expect(await redis.get(key)).toBe(a!.owner);
     expect(a!.lost).toBe(false);
     await a!.release();
@@ -33,8 +34,7 @@ describe('session lock', () => {
     const key = keys.lock('ses_c');
     const a = await acquireLease(redis, key, { ttlMs: 300, renewEveryMs: 50 });
     await redis.set(key, 'someone-else', 'PX', 5000); // as if a's lease had expired and another took it
-    await new Promise((r) => setTimeout(r, 200));
-    expect(a!.lost).toBe(true);
+    await until('the holder noticed the takeover', () => a!.lost);
     expect(a!.signal.aborted).toBe(true);
     expect(await a!.release()).toBe(false);
     expect(await redis.get(key)).toBe('someone-else');

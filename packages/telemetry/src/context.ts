@@ -3,6 +3,7 @@ import {
   type Context,
   context,
   INVALID_SPAN_CONTEXT,
+  type Link,
   propagation,
   ROOT_CONTEXT,
   type Span,
@@ -55,6 +56,30 @@ export function sessionAttributes(ids: { tenantId?: string; sessionId?: string }
 }
 
 /**
+ * Runs `fn` in a span that continues the trace of `traceparent` (stored with a row when it was
+ * written: what the reconciler re-adds after a loss), linked to the active span (the reconciler's
+ * pass); without one, a child of the active span. Tracing off: just `fn()`.
+ */
+export function continueTrace<T>(
+  name: string,
+  traceparent: string | undefined,
+  attributes: Attributes,
+  fn: () => Promise<T>,
+): Promise<T> {
+  if (!active) return fn();
+  const here = trace.getSpan(context.active())?.spanContext();
+  return withSpan(
+    name,
+    {
+      attributes,
+      ...(traceparent ? { parent: contextFromTraceparent(traceparent) } : {}),
+      ...(traceparent && here ? { links: [{ context: here }] } : {}),
+    },
+    () => fn(),
+  );
+}
+
+/**
  * Runs `fn` in a new active span (a child of the active one, or of `parent`), ending it however
  * `fn` ends; a throw marks the span as an error unless `expected(err)` says it is control flow
  * (e.g. BullMQ's DelayedError). Tracing off: just `fn()`.
@@ -65,13 +90,19 @@ export async function withSpan<T>(
     kind?: SpanKind;
     attributes?: Attributes;
     parent?: Context;
+    /** Spans this one relates to without being their child (e.g. the reconciler pass that woke it). */
+    links?: Link[];
     expected?: (err: unknown) => boolean;
   },
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
   if (!active) return fn(trace.wrapSpanContext(INVALID_SPAN_CONTEXT));
   const parent = opts.parent ?? context.active();
-  const span = tracer().startSpan(name, { kind: opts.kind, attributes: opts.attributes }, parent);
+  const span = tracer().startSpan(
+    name,
+    { kind: opts.kind, attributes: opts.attributes, ...(opts.links ? { links: opts.links } : {}) },
+    parent,
+  );
   try {
     return await context.with(trace.setSpan(parent, span), () => fn(span));
   } catch (err) {
@@ -89,13 +120,19 @@ export async function withSpan<T>(
 }
 
 /**
- * A client span (a child of the active one) that the caller ends with `endClientSpan`, for work
- * that outlives one callback, such as a streamed model call consumed event by event. Undefined
- * when tracing is off, so a hot path pays one boolean check.
+ * A span (a child of the active one, or of `parent`) that the caller ends with `endClientSpan`,
+ * for work that outlives one callback, such as a streamed model call consumed event by event.
+ * Undefined when tracing is off, so a hot path pays one boolean check.
  */
-export function startClientSpan(name: string, attributes: Attributes): Span | undefined {
+export function startClientSpan(
+  name: string,
+  attributes: Attributes,
+  opts: { parent?: Span | undefined; kind?: 'client' | 'internal' } = {},
+): Span | undefined {
   if (!active) return undefined;
-  return tracer().startSpan(name, { kind: SpanKind.CLIENT, attributes }, context.active());
+  const parent = opts.parent ? trace.setSpan(context.active(), opts.parent) : context.active();
+  const kind = opts.kind === 'internal' ? SpanKind.INTERNAL : SpanKind.CLIENT;
+  return tracer().startSpan(name, { kind, attributes }, parent);
 }
 
 /** Ends a span of `startClientSpan`: its final attributes, and its error when it failed. */

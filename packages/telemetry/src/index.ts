@@ -1,5 +1,6 @@
 export {
   contextFromTraceparent,
+  continueTrace,
   currentTraceparent,
   endClientSpan,
   markTracingActive,

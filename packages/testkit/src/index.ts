@@ -11,6 +11,7 @@ export {
   makeTenant,
   makeTool,
 } from './factories.ts';
+export { lockWaiters } from './pg-waits.ts';
 export { redisUrl, testRedisPrefix } from './redis.ts';
 export {
   adminUrl,
@@ -21,3 +22,4 @@ export {
   migrationsHash,
   type TestDatabase,
 } from './template-db.ts';
+export { sleep, until } from './wait.ts';

@@ -10,7 +10,14 @@ import {
   getAgent,
   listBatchItems,
 } from '@loopline/db';
-import { addBatchFlow, jobIds, publishEvents } from '@loopline/queue';
+import {
+  addBatchFlow,
+  batchCancelledIdleEvent,
+  jobIds,
+  publishEvents,
+  queueDeliveries,
+} from '@loopline/queue';
+import { currentTraceparent } from '@loopline/telemetry';
 import type { FastifyBaseLogger } from 'fastify';
 import type { AppDeps } from '../plugins/deps.ts';
 import { BatchConversation, type BatchView } from '../schemas/batches.ts';
@@ -115,12 +122,19 @@ export async function submitBatch(
       ...(c.metadata ? { metadata: c.metadata } : {}),
     })),
     ...(input.metadata ? { metadata: input.metadata } : {}),
+    ...traceOf(),
   });
   try {
     await addBatchFlow(deps.queues, { tenantId, batchId: batch.id, items });
   } catch (err) {
     log.error({ err, tenantId, batchId: batch.id }, 'batch flow enqueue failed; cancelling the batch');
-    await cancelBatch(deps.db, tenantId, batch.id, BATCH_CANCELLED_DETAIL).catch(() => undefined);
+    await cancelBatch(
+      deps.db,
+      tenantId,
+      batch.id,
+      BATCH_CANCELLED_DETAIL,
+      stoppedEvents(tenantId, batch.id),
+    ).catch(() => undefined);
     throw new HttpError('unavailable', 'The batch could not be queued (it was cancelled); submit it again', {
       batchId: batch.id,
     });
@@ -182,9 +196,23 @@ export async function cancelBatchRun(
   tenantId: string,
   batchId: string,
 ): Promise<BatchView | undefined> {
-  const cancelled = await cancelBatch(deps.db, tenantId, batchId, BATCH_CANCELLED_DETAIL);
+  const cancelled = await cancelBatch(
+    deps.db,
+    tenantId,
+    batchId,
+    BATCH_CANCELLED_DETAIL,
+    stoppedEvents(tenantId, batchId),
+  );
   if (!cancelled) return undefined;
-  const { batch, cancelledSessionIds, stoppedSessionIds, runningSessionIds } = cancelled;
+  const { batch, cancelledSessionIds, stoppedSessionIds, runningSessionIds, deliveryIds } = cancelled;
+  // The stopped sessions' session.idle webhooks were recorded with the cancel (the outbox); their
+  // jobs now. A failure is healed by the worker's reconciler (it re-adds a pending delivery's job).
+  await queueDeliveries(
+    deps.queues,
+    deliveryIds.map((id) => ({ id, tenantId })),
+  ).catch((err) =>
+    log.warn({ err, tenantId, batchId }, 'webhook delivery jobs not added (the reconciler adds them)'),
+  );
   if (cancelledSessionIds.length > 0) {
     const stopped: SessionEvent[] = [
       { type: 'session.status', status: 'idle', detail: BATCH_CANCELLED_DETAIL },
@@ -218,6 +246,16 @@ export async function cancelBatchRun(
   }
   return batchView(deps, batch);
 }
+
+/** The request's trace context (tracing on), stored with the batch for a re-added flow. */
+const traceOf = (): { traceparent?: string } => {
+  const traceparent = currentTraceparent();
+  return traceparent ? { traceparent } : {};
+};
+
+/** The webhook events of the queued sessions a cancel stops (the worker's runners say the others'). */
+const stoppedEvents = (tenantId: string, batchId: string) => (sessionIds: string[]) =>
+  sessionIds.map((sessionId) => batchCancelledIdleEvent(tenantId, sessionId, batchId));
 
 async function wakeItems(deps: AppDeps, sessionIds: string[]): Promise<void> {
   for (const sessionId of sessionIds) {

@@ -9,7 +9,7 @@ import {
   type WebhookDelivery,
   type WebhookSubscription,
 } from '@loopline/db';
-import type { WebhookEventType } from '@loopline/queue';
+import { queueDeliveries, type WebhookEventType } from '@loopline/queue';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { HttpError, notFound } from '../lib/http-error.ts';
@@ -212,9 +212,11 @@ export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
       const delivery = isValidName(name) ? await getWebhookDelivery(deps.db, tenantId, id) : undefined;
       if (!delivery || delivery.subscription !== name) throw notFound('delivery', id);
       if (!(await getWebhookSubscription(deps.db, tenantId, name))) throw notFound('webhook', name);
-      await resetWebhookDelivery(deps.db, tenantId, id);
-      // A job id of its own: the first delivery's job may still be kept by BullMQ.
-      await deps.queues.add('webhook', `${id}-r${Date.now()}`, { tenantId, deliveryId: id });
+      // A job id of its own (the first delivery's job may still be kept by BullMQ), recorded
+      // first: a job lost after this is re-added by the worker's reconciler.
+      const jobId = `${id}-r${Date.now()}`;
+      await resetWebhookDelivery(deps.db, tenantId, id, jobId);
+      await queueDeliveries(deps.queues, [{ id, tenantId, jobId }]);
       request.log.info({ webhook: name, deliveryId: id }, 'webhook re-delivery requested');
       return reply
         .status(202)

@@ -23,6 +23,7 @@ import {
   updatePart,
   updateSessionProgress,
 } from '@loopline/db';
+import { runStopped } from '../fairness/loop-stopped.ts';
 import type { SessionContext } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { releaseHeldInput } from './held-input.ts';
@@ -116,6 +117,8 @@ export async function commitCompaction(writer: SessionWriter, input: CommitInput
     emit({ type: 'session.status', status });
     if (status === 'idle') emit({ type: 'session.idle' });
   });
+  // Idle: the run ends here (a compaction with nothing to resume); free its slot, wake its batch item.
+  if (next === 'idle') await runStopped(writer.deps, writer.ctx);
   return next;
 }
 

@@ -15,6 +15,7 @@ import {
   updateMessageInfo,
   updatePart,
 } from '@loopline/db';
+import { runStopped } from '../fairness/loop-stopped.ts';
 import type { SessionContext } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import type { NextMove } from './commit.ts';
@@ -94,5 +95,7 @@ export async function commitNoop(writer: SessionWriter, input: NoopInput): Promi
     emit({ type: 'session.status', status });
     if (status === 'idle') emit({ type: 'session.idle' });
   });
+  // Idle: the run ends here (a compaction with nothing to resume); free its slot, wake its batch item.
+  if (next === 'idle') await runStopped(writer.deps, writer.ctx);
   return next;
 }

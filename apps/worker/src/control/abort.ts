@@ -31,6 +31,7 @@ import {
 import type { Logger } from 'pino';
 import { SESSION_ABORT_REASON } from '../abort-reason.ts';
 import type { WorkerDeps } from '../deps.ts';
+import { runStopped } from '../fairness/loop-stopped.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { interruptTool } from '../step/recover.ts';
 import { notifyParent } from './notify.ts';
@@ -222,6 +223,7 @@ export async function endAbortedTurn(
   log.info({ superseded: done.superseded, children: done.children.length }, 'turn aborted');
   if (done.children.length > 0) await requestSessionAbort(deps, tenantId, done.children, log);
   if (done.superseded) return 'continue';
+  await runStopped(deps, writer.ctx);
   await deps.queues.add('prune', jobIds.prune(sessionId, done.session.stepCount, 'idle'), {
     tenantId,
     sessionId,

@@ -11,6 +11,7 @@ import { getSession, loadHistory, setSessionStatus, writeLateToolResult } from '
 import { controlJobIds, jobIds, PRIORITY } from '@loopline/queue';
 import type { Logger } from 'pino';
 import type { WorkerDeps } from '../deps.ts';
+import { runStopped } from '../fairness/loop-stopped.ts';
 import type { SessionContext } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
 
@@ -144,6 +145,8 @@ export async function enterWait(
     await setSessionStatus(trx, tenantId, sessionId, 'waiting', detail, null);
     emit({ type: 'session.status', status: 'waiting', detail });
   });
+  // Waiting is not running: the slot goes to another session of the tenant, a batch item looks.
+  await runStopped(deps, writer.ctx);
 }
 
 /** Re-adds the child's first step under its wake id: a no-op unless it was lost. */

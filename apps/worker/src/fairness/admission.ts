@@ -1,6 +1,7 @@
 import type { Usage } from '@loopline/core';
 import {
   BATCH_CANCELLED_DETAIL,
+  getSession,
   getTenantLimitsCached,
   isBatchItemCancelled,
   setSessionStatus,
@@ -11,6 +12,7 @@ import type { WorkerDeps } from '../deps.ts';
 import type { SessionContext } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import type { CallOutcome } from '../step/call-model.ts';
+import { runStopped } from './loop-stopped.ts';
 import { fairnessOf, jittered, sessionPriority, UNLIMITED } from './options.ts';
 import { releaseTenantSlot } from './slots.ts';
 
@@ -43,10 +45,13 @@ export async function admitModelCall(
 
   if (session.kind === 'batch' && (await isBatchItemCancelled(deps.db, tenantId, sessionId))) {
     await writer.write(async (trx, emit) => {
+      // The gateway's cancel stopped it already (and told of it): no second session.idle.
+      if ((await getSession(trx, tenantId, sessionId))?.status === 'idle') return;
       await setSessionStatus(trx, tenantId, sessionId, 'idle', BATCH_CANCELLED_DETAIL, null);
       emit({ type: 'session.status', status: 'idle', detail: BATCH_CANCELLED_DETAIL });
       emit({ type: 'session.idle' });
     });
+    await runStopped(deps, writer.ctx);
     return undefined;
   }
 

@@ -1,18 +1,32 @@
 import { errorData } from '@loopline/core';
 import { completeBatch } from '@loopline/db';
-import type { BatchJob } from '@loopline/queue';
+import { type BatchJob, batchCompletedEvent } from '@loopline/queue';
+import { currentTraceparent } from '@loopline/telemetry';
 import type { Job } from 'bullmq';
 import type { WorkerDeps } from '../deps.ts';
-import { enqueueWebhookEvents } from '../webhooks/enqueue.ts';
-import { batchCompletedEvent } from '../webhooks/events.ts';
+import { queueWebhookJobs } from '../webhooks/outbox.ts';
 
 // The parent job of a batch flow: BullMQ runs it once every item's job has finished (completed,
 // or failed for good: the children ignore their failure for the parent). The batch becomes
-// `completed` (a cancelled one keeps its status); an item whose job failed is marked failed.
+// `completed` (a cancelled one keeps its status); an item whose job failed is marked failed. The
+// `batch.completed` webhook event is recorded in the same transaction (the outbox).
 
 export async function processBatch(deps: WorkerDeps, job: Job<BatchJob>): Promise<void> {
   const { tenantId, batchId } = job.data;
-  await completeBatch(deps.db, batchId, errorData('BatchItemError', 'the batch item job failed'));
+  const traceparent = currentTraceparent();
+  const deliveries = await completeBatch(
+    deps.db,
+    batchId,
+    errorData('BatchItemError', 'the batch item job failed'),
+    {
+      tenantId,
+      events: [batchCompletedEvent(tenantId, batchId)],
+      ...(traceparent ? { traceparent } : {}),
+    },
+  );
   deps.logger.info({ tenantId, batchId, jobId: job.id }, 'batch finished');
-  await enqueueWebhookEvents(deps, tenantId, [batchCompletedEvent(tenantId, batchId)]);
+  await queueWebhookJobs(
+    deps,
+    deliveries.map((id) => ({ id, tenantId, jobId: id })),
+  );
 }

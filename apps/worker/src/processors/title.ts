@@ -104,6 +104,8 @@ export async function processTitle(deps: WorkerDeps, job: Job<TitleJob>, token?:
   let finished = false;
   let failure: { kind: string; message: string } | undefined;
   const events = streamStep({
+    // Its model span says `title` (the AI SDK's functionId), not the loop's `step`.
+    purpose: 'title',
     model: await modelFor(deps, { tenantId, agentName: session.agentName }, agent, model),
     system: [TITLE_SYSTEM_PROMPT],
     messages: [{ role: 'user', content: [{ type: 'text', text }] }],

@@ -10,6 +10,7 @@ import type {
   BatchStatus,
 } from '../tables/batch.table.ts';
 import { toJson, toJsonOrNull } from '../tables/columns.ts';
+import { recordWebhookEvents, type WebhookOutboxEvent } from './webhooks.ts';
 
 // Batches: created in one transaction with a session per conversation (kind `batch`); the worker
 // posts each item's messages (recordItemSent in the append's transaction), finishes items with
@@ -84,6 +85,8 @@ export interface CreateBatchInput {
   agent: AgentConfig;
   conversations: { messages: BatchMessage[]; metadata?: Record<string, unknown> }[];
   metadata?: Record<string, unknown>;
+  /** The creating request's trace context (tracing on): a re-added flow continues it. */
+  traceparent?: string;
 }
 
 /** The batch, its sessions and its items, in one transaction. Items are in input order. */
@@ -100,6 +103,7 @@ export async function createBatch(
         agent_name: input.agentName,
         total: input.conversations.length,
         metadata: toJson(input.metadata ?? {}),
+        traceparent: input.traceparent ?? null,
       })
       .returningAll()
       .executeTakeFirstOrThrow();
@@ -268,6 +272,8 @@ export interface CancelledBatch {
   stoppedSessionIds: string[];
   /** Those of them in the middle of a run (running, compacting, waiting): abort them. */
   runningSessionIds: string[];
+  /** Webhook deliveries recorded with the cancel (the stopped sessions' events): add their jobs. */
+  deliveryIds: string[];
 }
 
 /**
@@ -282,6 +288,8 @@ export async function cancelBatch(
   tenantId: string,
   batchId: string,
   detail: string,
+  /** The webhook events of the sessions stopped (recorded in the same transaction, the outbox). */
+  outbox?: (stoppedSessionIds: string[]) => WebhookOutboxEvent[],
 ): Promise<CancelledBatch | undefined> {
   return db.transaction().execute(async (trx) => {
     const row = await trx
@@ -293,7 +301,13 @@ export async function cancelBatch(
       .executeTakeFirst();
     if (!row) return undefined;
     if (row.status !== 'running')
-      return { batch: toBatch(row), cancelledSessionIds: [], stoppedSessionIds: [], runningSessionIds: [] };
+      return {
+        batch: toBatch(row),
+        cancelledSessionIds: [],
+        stoppedSessionIds: [],
+        runningSessionIds: [],
+        deliveryIds: [],
+      };
     const updated = await trx
       .updateTable('batches')
       .set({ status: 'cancelled', cancelled_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
@@ -332,21 +346,30 @@ export async function cancelBatch(
           .execute()),
       );
     }
+    const stoppedSessionIds = stopped.map((r) => r.id);
+    const events = outbox && stoppedSessionIds.length > 0 ? outbox(stoppedSessionIds) : [];
     return {
       batch: toBatch(updated),
       cancelledSessionIds,
-      stoppedSessionIds: stopped.map((r) => r.id),
+      stoppedSessionIds,
       runningSessionIds: running.map((r) => r.id),
+      deliveryIds: await recordWebhookEvents(trx, tenantId, events),
     };
   });
 }
 
 /**
  * Completes a running batch once its items are done; an item still active (its job failed for
- * good) is marked failed with `error`. A cancelled batch keeps its status.
+ * good) is marked failed with `error`. A cancelled batch keeps its status. `outbox`: webhook
+ * events recorded in the same transaction; returns the deliveries created (add their jobs).
  */
-export async function completeBatch(db: Db, batchId: string, error: ErrorData): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+export async function completeBatch(
+  db: Db,
+  batchId: string,
+  error: ErrorData,
+  outbox?: { tenantId: string; events: WebhookOutboxEvent[]; traceparent?: string },
+): Promise<string[]> {
+  return db.transaction().execute(async (trx) => {
     await trx
       .updateTable('batch_items')
       .set({ status: 'failed', error: toJson(error), finished_at: sql<Date>`now()` })
@@ -359,6 +382,7 @@ export async function completeBatch(db: Db, batchId: string, error: ErrorData): 
       .where('id', '=', batchId)
       .where('status', '=', 'running')
       .execute();
+    return outbox ? recordWebhookEvents(trx, outbox.tenantId, outbox.events, outbox.traceparent) : [];
   });
 }
 

@@ -14,6 +14,8 @@ export interface StalledSession {
   fence: number;
   kind: SessionKind;
   boundarySeq: number | null;
+  /** The trace of its last fenced write (tracing on), which a wake continues. */
+  traceparent: string | null;
 }
 
 interface StalledRow {
@@ -23,6 +25,7 @@ interface StalledRow {
   fence: number;
   kind: SessionKind;
   boundary_seq: number | null;
+  traceparent: string | null;
 }
 
 const toStalled = (r: StalledRow): StalledSession => ({
@@ -32,6 +35,7 @@ const toStalled = (r: StalledRow): StalledSession => ({
   fence: r.fence,
   kind: r.kind,
   boundarySeq: r.boundary_seq,
+  traceparent: r.traceparent,
 });
 
 export interface ListStalledSessionsOptions {
@@ -54,7 +58,7 @@ export async function listStalledSessions(
   const limit = Math.min(Math.max(Math.trunc(opts.limit ?? 500), 1), 5000);
   let query = db
     .selectFrom('sessions')
-    .select(['id', 'tenant_id', 'status', 'fence', 'kind', 'boundary_seq'])
+    .select(['id', 'tenant_id', 'status', 'fence', 'kind', 'boundary_seq', 'traceparent'])
     .where('status', 'in', [...opts.statuses])
     .where(
       'updated_at',
@@ -87,7 +91,7 @@ export async function listStalledWaitingSessions(
 ): Promise<StalledSession[]> {
   const limit = Math.min(Math.max(Math.trunc(opts.limit ?? 500), 1), 5000);
   const { rows } = await sql<StalledRow>`
-    select s.id, s.tenant_id, s.status, s.fence, s.kind, s.boundary_seq
+    select s.id, s.tenant_id, s.status, s.fence, s.kind, s.boundary_seq, s.traceparent
     from sessions s
     where s.status = 'waiting'
       and s.updated_at < now() - make_interval(secs => ${Math.max(0, opts.idleForMs) / 1000}::double precision)
@@ -116,6 +120,8 @@ export interface StalledBatch {
   batchId: string;
   /** Its unfinished items (status active), index order. */
   items: { index: number; sessionId: string }[];
+  /** The trace of the request that created it (tracing on), which its re-added flow continues. */
+  traceparent?: string;
 }
 
 /**
@@ -130,7 +136,7 @@ export async function listRunningBatches(
   const limit = Math.min(Math.max(Math.trunc(opts.limit ?? 100), 1), 1000);
   const batches = await db
     .selectFrom('batches')
-    .select(['id', 'tenant_id'])
+    .select(['id', 'tenant_id', 'traceparent'])
     .where('status', '=', 'running')
     .where(
       'created_at',
@@ -157,5 +163,6 @@ export async function listRunningBatches(
     tenantId: b.tenant_id,
     batchId: b.id,
     items: items.filter((i) => i.batch_id === b.id).map((i) => ({ index: i.idx, sessionId: i.session_id })),
+    ...(b.traceparent ? { traceparent: b.traceparent } : {}),
   }));
 }

@@ -1,14 +1,18 @@
-import { sql } from 'kysely';
-import type { Db } from '../client.ts';
+import { type RawBuilder, sql } from 'kysely';
+import type { Db, Trx } from '../client.ts';
 import { toJson } from '../tables/columns.ts';
 import type {
   WebhookDeliveryRow,
   WebhookDeliveryStatus,
   WebhookSubscriptionRow,
 } from '../tables/webhook.table.ts';
+import type { FencedCte } from './fenced-statement.ts';
 
 // Event webhooks: a tenant's subscriptions and the deliveries of its events. The secret column
 // holds the sealed signing secret; callers seal and open it (it never leaves the worker opened).
+// Deliveries are an outbox: recorded `pending` in the transaction (or fenced statement) that
+// writes what the event says, their job added after the commit, and re-added by the reconciler
+// for a pending delivery whose job Redis does not have (listStalePendingDeliveries).
 
 export interface WebhookSubscription {
   name: string;
@@ -134,36 +138,138 @@ export async function deleteWebhookSubscription(db: Db, tenantId: string, name: 
   return result.numDeletedRows > 0n;
 }
 
+/** An event a tenant's subscriptions may want; the request body is `{ id, ...payload }`. */
+export interface WebhookOutboxEvent {
+  id: string;
+  type: string;
+  payload: Record<string, unknown>;
+}
+
+/** A pending delivery and the BullMQ job that carries it. */
+export interface PendingDelivery {
+  id: string;
+  tenantId: string;
+  jobId: string;
+  /** The trace of the write that recorded it (tracing on): a re-added job continues it. */
+  traceparent?: string;
+}
+
+const toPending = (r: {
+  id: string;
+  tenant_id: string;
+  job_id: string | null;
+  traceparent: string | null;
+}) => ({
+  id: r.id,
+  tenantId: r.tenant_id,
+  jobId: r.job_id ?? r.id,
+  ...(r.traceparent ? { traceparent: r.traceparent } : {}),
+});
+
 /**
- * One delivery per subscription for an event; an event already recorded for a subscription (same
- * event id) is skipped. Returns the deliveries created now.
+ * The outbox insert: one `pending` delivery per (enabled subscription wanting the event type,
+ * event), chosen in the statement itself; an event already recorded for a subscription (same
+ * event id) is skipped. `from` joins the statement to a fenced statement's `f` (no rows: nothing).
  */
-export async function insertWebhookDeliveries(
+function outboxInsert(
+  tenantId: string,
+  events: readonly WebhookOutboxEvent[],
+  from: RawBuilder<unknown>,
+  traceparent: string | undefined,
+): RawBuilder<{ id: string }> {
+  const values = sql.join(
+    events.map(
+      (e, i) =>
+        sql`(${i}::int, ${e.id}::text, ${e.type}::text, ${toJson({ id: e.id, ...e.payload })}::jsonb)`,
+    ),
+  );
+  return sql<{ id: string }>`insert into webhook_deliveries
+      (id, tenant_id, subscription, event_id, event_type, payload, traceparent)
+    select 'whd_' || left(replace(gen_random_uuid()::text, '-', ''), 24), s.tenant_id, s.name,
+      v.event_id, v.event_type, v.payload, ${traceparent ?? null}::text
+    from ${from} webhook_subscriptions s
+      cross join (values ${values}) as v(ord, event_id, event_type, payload)
+    where s.tenant_id = ${tenantId} and s.enabled and s.event_types @> jsonb_build_array(v.event_type)
+    order by v.ord, s.name
+    on conflict (tenant_id, subscription, event_id) do nothing
+    returning id`;
+}
+
+/**
+ * Records events in the outbox, inside the caller's transaction (the one that writes what the
+ * events say). Returns the deliveries created now; their jobs are added after the commit.
+ */
+export async function recordWebhookEvents(
+  db: Db | Trx,
+  tenantId: string,
+  events: readonly WebhookOutboxEvent[],
+  traceparent?: string,
+): Promise<string[]> {
+  if (events.length === 0) return [];
+  const { rows } = await outboxInsert(tenantId, events, sql``, traceparent).execute(db);
+  return rows.map((r) => r.id);
+}
+
+/** The outbox insert as a CTE of a fenced statement (fenced-statement.ts): nothing when stale. */
+export function webhookEventsCte(
+  tenantId: string,
+  events: readonly WebhookOutboxEvent[],
+  traceparent?: string,
+): FencedCte {
+  return {
+    name: 'ins_webhook_deliveries',
+    query: outboxInsert(tenantId, events, sql`f cross join`, traceparent),
+  };
+}
+
+/** The pending deliveries of these events (after a fenced statement recorded them). */
+export async function pendingDeliveriesOf(
   db: Db,
-  rows: {
-    id: string;
-    tenantId: string;
-    subscription: string;
-    eventId: string;
-    eventType: string;
-    payload: Record<string, unknown>;
-  }[],
-): Promise<{ id: string; subscription: string }[]> {
-  if (rows.length === 0) return [];
-  return db
-    .insertInto('webhook_deliveries')
-    .values(
-      rows.map((r) => ({
-        id: r.id,
-        tenant_id: r.tenantId,
-        subscription: r.subscription,
-        event_id: r.eventId,
-        event_type: r.eventType,
-        payload: toJson(r.payload),
-      })),
-    )
-    .onConflict((oc) => oc.columns(['tenant_id', 'subscription', 'event_id']).doNothing())
-    .returning(['id', 'subscription'])
+  tenantId: string,
+  eventIds: readonly string[],
+): Promise<PendingDelivery[]> {
+  if (eventIds.length === 0) return [];
+  const rows = await db
+    .selectFrom('webhook_deliveries')
+    .select(['id', 'tenant_id', 'job_id', 'traceparent'])
+    .where('tenant_id', '=', tenantId)
+    .where('event_id', 'in', [...eventIds])
+    .where('status', '=', 'pending')
+    .execute();
+  return rows.map(toPending);
+}
+
+/**
+ * Pending deliveries not touched for `olderThanMs` (every attempt and re-delivery bumps
+ * updated_at), oldest first: the reconciler checks that their job still exists.
+ */
+export async function listStalePendingDeliveries(
+  db: Db,
+  opts: { olderThanMs: number; limit?: number },
+): Promise<PendingDelivery[]> {
+  const rows = await db
+    .selectFrom('webhook_deliveries')
+    .select(['id', 'tenant_id', 'job_id', 'traceparent'])
+    .where('status', '=', 'pending')
+    .where('updated_at', '<', sql<Date>`now() - make_interval(secs => ${opts.olderThanMs / 1000})`)
+    .orderBy('updated_at')
+    .limit(opts.limit ?? 500)
+    .execute();
+  return rows.map(toPending);
+}
+
+/** Names the job that now carries a pending delivery (a re-delivery, a reconciler heal). */
+export async function setWebhookDeliveryJob(
+  db: Db,
+  tenantId: string,
+  id: string,
+  jobId: string,
+): Promise<void> {
+  await db
+    .updateTable('webhook_deliveries')
+    .set({ job_id: jobId, updated_at: sql<Date>`now()` })
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
     .execute();
 }
 
@@ -222,11 +328,16 @@ export async function recordWebhookAttempt(
     .execute();
 }
 
-/** A re-delivery: back to `pending` (attempts keep counting). */
-export async function resetWebhookDelivery(db: Db, tenantId: string, id: string): Promise<void> {
+/** A re-delivery under its own job: back to `pending` (attempts keep counting). */
+export async function resetWebhookDelivery(
+  db: Db,
+  tenantId: string,
+  id: string,
+  jobId: string,
+): Promise<void> {
   await db
     .updateTable('webhook_deliveries')
-    .set({ status: 'pending', updated_at: sql<Date>`now()` })
+    .set({ status: 'pending', job_id: jobId, updated_at: sql<Date>`now()` })
     .where('tenant_id', '=', tenantId)
     .where('id', '=', id)
     .execute();

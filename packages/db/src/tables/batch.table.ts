@@ -19,6 +19,8 @@ export interface BatchTable {
   updated_at: CreatedAt;
   cancelled_at: NullableTimestamp;
   completed_at: NullableTimestamp;
+  /** Trace context of the request that created it, while tracing is on (migration 0010). */
+  traceparent: string | null;
 }
 export type BatchRow = Selectable<BatchTable>;
 export type NewBatchRow = Insertable<BatchTable>;

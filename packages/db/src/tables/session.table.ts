@@ -38,6 +38,8 @@ export interface SessionTable {
   kind: ColumnType<SessionKind, SessionKind | undefined, SessionKind>;
   created_at: CreatedAt;
   updated_at: CreatedAt;
+  /** Trace context of the runner's last fenced write, while tracing is on (migration 0010). */
+  traceparent: ColumnType<string | null, string | null | undefined, string | null>;
 }
 export type SessionRow = Selectable<SessionTable>;
 export type NewSessionRow = Insertable<SessionTable>;

@@ -1,7 +1,7 @@
 import type { Generated, Selectable } from 'kysely';
 import type { CreatedAt, Json, NullableTimestamp } from './columns.ts';
 
-// webhook_subscriptions and webhook_deliveries: event webhooks of a tenant (migration 0009).
+// webhook_subscriptions and webhook_deliveries: event webhooks of a tenant (migrations 0009, 0010).
 
 export type WebhookDeliveryStatus = 'pending' | 'delivered' | 'failed';
 
@@ -31,5 +31,9 @@ export interface WebhookDeliveryTable {
   created_at: CreatedAt;
   updated_at: CreatedAt;
   delivered_at: NullableTimestamp;
+  /** The BullMQ job carrying a pending delivery; null: the delivery id (migration 0010). */
+  job_id: string | null;
+  /** Trace context of the write that recorded it, while tracing is on (migration 0010). */
+  traceparent: string | null;
 }
 export type WebhookDeliveryRow = Selectable<WebhookDeliveryTable>;

@@ -1,11 +1,15 @@
 import { createHash } from 'node:crypto';
 import type { SessionEvent } from '@loopline/core';
-import type { WebhookEventType } from '@loopline/queue';
+import type { WebhookEventType } from './jobs.ts';
+import type { Queues } from './producer.ts';
 
 // Which session events a tenant can be told about by webhook, and what the request says. No
 // message content: ids, statuses, the typed error, compaction figures. The event id is derived
 // from what produced the event (session, runner fence, type, detail), so the same event produced
-// again yields the same id, and every retry and re-delivery carries it (`webhook-id`).
+// again yields the same id, and every retry and re-delivery carries it (`webhook-id`). Shared by
+// the worker (its fenced writes) and the gateway (status changes it makes itself: a batch cancel
+// stopping queued sessions): both record the events in the outbox of their transaction
+// (@loopline/db recordWebhookEvents) and add the delivery jobs after the commit (queueDeliveries).
 
 export interface WebhookEvent {
   id: string;
@@ -73,4 +77,30 @@ export function batchCompletedEvent(tenantId: string, batchId: string): WebhookE
     type: 'batch.completed',
     payload: payload('batch.completed', { tenantId, batchId }),
   };
+}
+
+/**
+ * A queued session its batch's cancel stopped (the gateway writes it idle, no runner involved):
+ * its own id, since the session's last runner fence may already have said `session.idle`.
+ */
+export function batchCancelledIdleEvent(tenantId: string, sessionId: string, batchId: string): WebhookEvent {
+  return {
+    id: eventId(sessionId, 'session.idle', 'batch-cancelled', batchId),
+    type: 'session.idle',
+    payload: payload('session.idle', { tenantId, sessionId }),
+  };
+}
+
+/**
+ * After the commit: one job per pending delivery, under the delivery's job id (the delivery id
+ * unless re-delivered), so adding it again is a no-op while BullMQ keeps it. A failure is the
+ * caller's to log, never to fail on: the reconciler re-adds the job of a pending delivery that
+ * has none (apps/worker/src/webhooks/outbox.ts).
+ */
+export async function queueDeliveries(
+  queues: Pick<Queues, 'add'>,
+  deliveries: readonly { id: string; tenantId: string; jobId?: string }[],
+): Promise<void> {
+  for (const d of deliveries)
+    await queues.add('webhook', d.jobId ?? d.id, { tenantId: d.tenantId, deliveryId: d.id });
 }
