@@ -6,7 +6,7 @@ import type { Client } from '../support/stack.ts';
 import { until } from '../support/wait.ts';
 
 // Found by the chaos run, now fixed: crashes spent the agent's step budget. stepsThisTurn
-// (apps/worker/src/step/turn.ts) counted every non-summary assistant message since the user's
+// (now packages/core/src/session/step-budget.ts) counted every non-summary assistant message since the user's
 // message, including the ones a dead worker left behind (closed as StepInterruptedError) and the
 // ones a provider error ended (APIError, retried), so a turn that met maxSteps worker crashes failed
 // with MaxStepsReachedError although the model made no more than one real step.

@@ -1,4 +1,4 @@
-import { jobIds } from '@loopline/queue';
+import { WAKE } from '@loopline/queue';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, rowCounts, type Stack, startStack, stepJobs, tenantWithSession } from './helpers.ts';
 
@@ -49,7 +49,9 @@ describe('POST /v1/sessions/:id/messages', () => {
       .executeTakeFirstOrThrow();
     expect(row.session_id).toBe(t.sessionId);
 
-    const job = await stack.queues.step.getJob(jobIds.wake(t.sessionId, body.message.info.id));
+    const job = await stack.queues.step.getJob(
+      WAKE.message.jobId({ sessionId: t.sessionId, messageId: body.message.info.id }),
+    );
     expect(job?.data).toEqual({ tenantId: t.tenant.id, sessionId: t.sessionId, reason: 'message' });
     expect(job?.opts.priority).toBe(1);
 
@@ -335,7 +337,11 @@ describe('POST /v1/sessions/:id/compact', () => {
       overflow: false,
       instructions: 'Keep the file names.',
     });
-    expect(await stack.queues.step.getJob(jobIds.wake(t.sessionId, message.info.id))).toBeTruthy();
+    expect(
+      await stack.queues.step.getJob(
+        WAKE.message.jobId({ sessionId: t.sessionId, messageId: message.info.id }),
+      ),
+    ).toBeTruthy();
   });
 
   it('accepts no body at all', async () => {

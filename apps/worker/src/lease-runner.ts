@@ -1,5 +1,5 @@
 import { acquireFenceWithSession, type SessionInfo, StaleFenceError } from '@loopline/db';
-import { acquireLease } from '@loopline/queue';
+import { acquireLease, wakeSession } from '@loopline/queue';
 import { DelayedError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { cancellationSignalOf } from './control/abort.ts';
@@ -89,12 +89,10 @@ export async function withSessionLease<T>(
 }
 
 async function resumeLater(deps: WorkerDeps, tenantId: string, sessionId: string): Promise<void> {
-  await deps.queues
-    .add(
-      'step',
-      `resume-${sessionId}-${Date.now()}`,
-      { tenantId, sessionId, reason: 'resume' },
-      { delay: deps.lockTtlMs },
-    )
-    .catch((err) => deps.logger.warn({ err, tenantId, sessionId }, 'could not schedule a resume job'));
+  await wakeSession(
+    deps.queues,
+    'resume',
+    { sessionId, at: Date.now() },
+    { tenantId, delayMs: deps.lockTtlMs },
+  ).catch((err) => deps.logger.warn({ err, tenantId, sessionId }, 'could not schedule a resume job'));
 }

@@ -9,7 +9,15 @@ import {
   type SessionInfo,
   type StalledSession,
 } from '@loopline/db';
-import { addBatchFlow, controlJobIds, JOBS, jobIds, type ReconcileJob, type StepJob } from '@loopline/queue';
+import {
+  addBatchFlow,
+  JOBS,
+  jobIds,
+  type ReconcileJob,
+  type StepJob,
+  WAKE,
+  wakeSession,
+} from '@loopline/queue';
 import { continueTrace, sessionAttributes } from '@loopline/telemetry';
 import type { Job, JobType } from 'bullmq';
 import type { WorkerDeps } from './deps.ts';
@@ -91,8 +99,9 @@ export function reconcileOptions(intervalMs: number, afterMs: number, lockTtlMs:
   return { intervalMs, afterMs: Math.max(1, afterMs > 0 ? afterMs : 2 * lockTtlMs) };
 }
 
-/** The reconciler's job id for a session at a fence (ids never contain ':'). */
-export const reconcileJobId = (sessionId: string, fence: number) => `reconcile-${sessionId}-f${fence}`;
+/** The reconciler's job id for a session at a fence, on the step or the compact queue (the wake catalogue's). */
+export const reconcileJobId = (sessionId: string, fence: number) =>
+  WAKE.reconcile.jobId({ sessionId, fence });
 
 /**
  * The session a loop job is for, from its id: every id of the catalog names its session first
@@ -235,7 +244,7 @@ async function wakeStalled(
     }
   }
   if (queue === 'step')
-    await deps.queues.add('step', jobId, { tenantId, sessionId, reason: 'resume' }, { priority });
+    await wakeSession(deps.queues, 'reconcile', { sessionId, fence: s.fence }, { tenantId, kind: now.kind });
   deps.logger.warn(
     { tenantId, sessionId, status: now.status, fence: s.fence, jobId, queue: JOBS[queue].queue },
     'reconciler re-woke a stalled session',
@@ -253,7 +262,6 @@ async function wakeWaiting(
   session: SessionInfo,
 ): Promise<ReconcileResult['woken'][number] | undefined> {
   const { tenantId, id: sessionId } = session;
-  const priority = sessionPriority(session);
   const base = { tenantId, sessionId, status: session.status, queue: 'step' as const };
   const log = (woken: ReconcileResult['woken'][number]) => {
     deps.logger.warn(
@@ -262,7 +270,8 @@ async function wakeWaiting(
     );
     return woken;
   };
-  let due: StepJob['reason'] | undefined = session.abortRequestedSeq !== null ? 'abort' : undefined;
+  let due: 'abort' | 'tool-timeout' | 'child-done' | undefined =
+    session.abortRequestedSeq !== null ? 'abort' : undefined;
   const ahead: Array<{ callId: string; deadline: number }> = [];
   if (!due) {
     const history = await loadHistory(deps.db, tenantId, sessionId, { fromSeq: session.boundarySeq });
@@ -278,20 +287,24 @@ async function wakeWaiting(
   if (due) {
     // Per fence, like every reconciler wake: the deterministic ids of the original jobs
     // (timeout-…, child-…) may be kept by BullMQ as completed, and adding them again would be a no-op.
-    const jobId = reconcileJobId(sessionId, session.fence);
-    await deps.queues.add('step', jobId, { tenantId, sessionId, reason: due }, { priority });
+    const args = { sessionId, fence: session.fence };
+    const jobId = await wakeSession(deps.queues, 'reconcile', args, {
+      tenantId,
+      kind: session.kind,
+      reason: due,
+    });
     return log({ ...base, jobId, reason: due });
   }
   if (ahead.length === 0) return undefined;
   let jobId = '';
   for (const call of ahead) {
     // Its own id (the one enterWait uses): a no-op when the job is there.
-    jobId = controlJobIds.toolTimeout(sessionId, call.callId);
-    await deps.queues.add(
-      'step',
-      jobId,
-      { tenantId, sessionId, reason: 'tool-timeout' },
-      { delay: Math.max(0, call.deadline - Date.now()), priority },
+    const delayMs = Math.max(0, call.deadline - Date.now());
+    jobId = await wakeSession(
+      deps.queues,
+      'tool-timeout',
+      { sessionId, callId: call.callId },
+      { tenantId, delayMs },
     );
   }
   return log({ ...base, jobId, reason: 'tool-timeout', delayed: true });

@@ -27,7 +27,9 @@ export * from './schema/usage.ts';
 // Context-management policy (docs/context.md), pure functions over the log.
 export * from './session/alternation.ts';
 export * from './session/compaction.ts';
+export * from './session/compaction-plan.ts';
 export * from './session/compaction-range.ts';
+export * from './session/compaction-route.ts';
 export * from './session/control.ts';
 export * from './session/estimate.ts';
 export * from './session/gauge.ts';
@@ -42,6 +44,7 @@ export * from './session/provider-error.ts';
 export * from './session/prune.ts';
 export * from './session/read-output.ts';
 export * from './session/revert.ts';
+export * from './session/step-budget.ts';
 export * from './session/structural-summary.ts';
 export * from './session/summary-prompt.ts';
 export * from './session/tail.ts';

@@ -1,8 +1,9 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { AgentConfig, type AgentConfigInput, type RuntimeFlags } from '../src/config.ts';
+import { errorData } from '../src/errors.ts';
 import { filterCompacted } from '../src/session/history.ts';
-import { type DecideInput, decide } from '../src/session/loop.ts';
-import { compactionsInARow, compactionVerdict } from '../src/session/loop-guard.ts';
+import { type AfterCallInput, afterCall, type DecideInput, decide } from '../src/session/loop.ts';
+import { compactionsInARow, compactionVerdict, grewSinceCompaction } from '../src/session/loop-guard.ts';
 import { compactionsThisTurn, pendingCompaction, turnOf } from '../src/session/turn.ts';
 import { assistant, compaction, ids, p, reset, summary, user } from './build.ts';
 
@@ -320,5 +321,130 @@ describe('turn helpers', () => {
   it('pendingCompaction ignores compactions with a completed summary', () => {
     const msgs = [compaction({}, { id: 'c1' }), summary('S', 'c1')];
     expect(pendingCompaction(msgs)).toBeUndefined();
+  });
+});
+
+describe('decide: fault budgets', () => {
+  const retryable = () =>
+    assistant('', { finish: undefined, error: errorData('APIError', 'overloaded', { retryable: true }) });
+  const interrupted = () => assistant('', { finish: undefined, error: errorData('StepInterruptedError') });
+  const budgets = { maxProviderRetries: 2, maxInterruptedSteps: 3 };
+
+  it('fails the turn once the provider retries are spent, before anything else', () => {
+    const msgs = [user('hi'), retryable(), retryable()];
+    expect(run(msgs, { budgets })).toEqual({
+      type: 'fail',
+      error: errorData('APIError', 'overloaded', { retryable: true }),
+    });
+    // Without budgets the same log just calls again.
+    expect(run(msgs).type).toBe('call');
+  });
+
+  it('fails the turn once interrupted steps in a row reach the cap', () => {
+    const msgs = [user('hi'), interrupted(), interrupted(), interrupted()];
+    expect(run(msgs, { budgets })).toEqual({
+      type: 'fail',
+      error: errorData('MaxInterruptionsReachedError', undefined, { interrupted: 3 }),
+    });
+    expect(run(msgs.slice(0, 3), { budgets }).type).toBe('call');
+  });
+
+  it('counts the steps of the turn itself when not given, faults excluded', () => {
+    const msgs = [
+      user('go', { id: 'u1' }),
+      assistant([p.tool('ls', 'a')], { finish: 'tool-calls' }),
+      interrupted(),
+      retryable(),
+    ];
+    const small = AgentConfig.parse({
+      model: 'openai/gpt-5',
+      limits: { context: 100_000, output: 32_000 },
+      maxSteps: 2,
+    });
+    const input = { messages: msgs, agent: small, flags, estimate: 1_000 };
+    expect(decide(input)).toEqual({ type: 'call', parentId: 'u1', lastStep: true });
+    const more = [...msgs, assistant([p.tool('ls', 'b')], { finish: 'tool-calls' })];
+    expect(decide({ ...input, messages: more })).toEqual({
+      type: 'fail',
+      error: errorData('MaxStepsReachedError', undefined, { steps: 2 }),
+    });
+  });
+});
+
+describe('afterCall', () => {
+  const base = (result: AfterCallInput['result'], extra: Partial<AfterCallInput> = {}): AfterCallInput => ({
+    result,
+    userAborted: false,
+    messages: [user('hi')],
+    agent: agent(),
+    flags,
+    maxProviderRetries: 4,
+    ...extra,
+  });
+
+  it('continues with the next step after a completed call', () => {
+    expect(afterCall(base({ type: 'continue' }))).toEqual({ type: 'next' });
+  });
+
+  it('stops on a lost stream, and ends the turn when the user aborted it', () => {
+    expect(afterCall(base({ type: 'lost' }))).toEqual({ type: 'stop' });
+    expect(afterCall(base({ type: 'lost' }, { userAborted: true }))).toEqual({ type: 'end-aborted-turn' });
+  });
+
+  it('ends the turn with the error of a call that failed for good', () => {
+    const error = errorData('APIError', 'bad request', { retryable: false });
+    expect(afterCall(base({ type: 'failed', error }))).toEqual({ type: 'fail', error });
+  });
+
+  it('schedules a retry numbered after the errors already in the view', () => {
+    const retryable = assistant('', {
+      finish: undefined,
+      error: errorData('APIError', 'overloaded', { retryable: true }),
+    });
+    const out = afterCall(
+      base({ type: 'retry', delayMs: 0, cause: '429' }, { messages: [user('hi'), retryable] }),
+    );
+    expect(out).toEqual({
+      type: 'retry',
+      attempt: 2,
+      of: 4,
+      delayMs: 1_000,
+      detail: 'provider 429, retry 2/4 in 1 s',
+    });
+  });
+
+  it('turns a provider rejection into the same compaction decide() would make, marked rejected', () => {
+    const msgs = [user('huge paste')];
+    expect(afterCall(base({ type: 'overflow' }, { messages: msgs }))).toEqual({
+      type: 'create-compaction',
+      overflow: true,
+      iteration: 1,
+      streak: 1,
+      rejected: true,
+    });
+  });
+
+  it('ends a rejected turn with ContextOverflowError when automatic compaction is off', () => {
+    const out = afterCall(base({ type: 'overflow' }, { flags: { ...flags, disableAutocompact: true } }));
+    expect(out).toMatchObject({
+      type: 'fail',
+      error: { name: 'ContextOverflowError', message: 'the provider rejected the request as too long' },
+    });
+  });
+
+  it('is bounded by the loop guard like the pre-call check', () => {
+    const msgs = [user('go'), compaction({ streak: 3 }), summary('s', 'x')];
+    expect(afterCall(base({ type: 'overflow' }, { messages: msgs }))).toMatchObject({
+      type: 'fail',
+      error: { name: 'MaxCompactionReachedError' },
+    });
+  });
+});
+
+describe('grewSinceCompaction', () => {
+  it('is true without a previous compaction, and from growthMargin × trigger on', () => {
+    expect(grewSinceCompaction(50_000, undefined, 0.1, 60_000)).toBe(true);
+    expect(grewSinceCompaction(56_000, 50_000, 0.1, 60_000)).toBe(true);
+    expect(grewSinceCompaction(55_999, 50_000, 0.1, 60_000)).toBe(false);
   });
 });

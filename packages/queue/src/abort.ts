@@ -52,16 +52,3 @@ export async function subscribeAborts(
     },
   };
 }
-
-/** Ids of session-control jobs (never ':'; deterministic so a repeat collapses onto one job). */
-export const controlJobIds = {
-  /** The step that ends an aborted turn: one per abort request (the seq it was recorded at). */
-  abort: (sessionId: string, abortSeq: number) => `abort-${sessionId}-${abortSeq}`,
-  /** The step after client tool results were written: one per gateway fence. */
-  toolResults: (sessionId: string, fence: number) => `results-${sessionId}-f${fence}`,
-  /** A client call's timeout: fires once at its deadline. */
-  toolTimeout: (sessionId: string, callId: string) => `timeout-${sessionId}-${callId.replace(/:/g, '_')}`,
-  /** The parent's step after a child session stopped (its step count at that point). */
-  childDone: (parentId: string, childId: string, childStepCount: number) =>
-    `child-${parentId}-${childId}-${childStepCount}`,
-};

@@ -10,4 +10,5 @@ export * from './redis.ts';
 export { lockScripts } from './scripts.ts';
 export * from './semaphore.ts';
 export * from './token-budget.ts';
+export * from './wake.ts';
 export * from './webhook-events.ts';

@@ -46,13 +46,19 @@ export function createQueues(connection: RedisClient, keys: KeySpace): Queues {
   };
 }
 
-/** Job ids. Deterministic so that a retried producer collapses onto the same job. */
+/**
+ * Ids of the jobs that are not step jobs (a step job's id comes with its wake reason: wake.ts).
+ * Deterministic so that a retried producer collapses onto the same job.
+ */
 export const jobIds = {
-  wake: (sessionId: string, messageId: string) => `wake-${sessionId}-${messageId}`,
-  step: (sessionId: string, stepCount: number) => `step-${sessionId}-${stepCount}`,
-  compact: (sessionId: string, messageId: string) => `compact-${sessionId}-${messageId}`,
+  /** A compaction job per enqueuer's fence: one that ended without a summary never blocks the next. */
+  compact: (sessionId: string, messageId: string, fence: number) =>
+    `compact-${sessionId}-${messageId}-f${fence}`,
   prune: (sessionId: string, stepCount: number, purpose: string) =>
     `prune-${sessionId}-${stepCount}-${purpose}`,
+  /** The prune pass before a compaction, per step runner. */
+  pruneForCompaction: (sessionId: string, stepCount: number, fence: number) =>
+    jobIds.prune(sessionId, stepCount, `compact-f${fence}`),
   background: (sessionId: string, stepCount: number) => `bg-${sessionId}-${stepCount}`,
   batch: (batchId: string) => `batch-${batchId}`,
   /** One per batch session (a session belongs to at most one batch item). */

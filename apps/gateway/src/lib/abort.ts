@@ -1,5 +1,5 @@
 import { activeChildSessions, recordAbortRequest } from '@loopline/db';
-import { controlJobIds, PRIORITY, publishAbort } from '@loopline/queue';
+import { publishAbort, wakeSession } from '@loopline/queue';
 import type { FastifyBaseLogger } from 'fastify';
 import type { AppDeps } from '../plugins/deps.ts';
 import type { AbortResponse } from '../schemas/session-control.ts';
@@ -44,12 +44,7 @@ export async function abortSession(
 
   try {
     for (const [id, seq] of recorded) {
-      await deps.queues.add(
-        'step',
-        controlJobIds.abort(id, seq),
-        { tenantId, sessionId: id, reason: 'abort' },
-        { priority: PRIORITY.interactive },
-      );
+      await wakeSession(deps.queues, 'abort', { sessionId: id, abortSeq: seq }, { tenantId });
     }
   } catch (err) {
     log.error({ err, tenantId, sessionId }, 'abort job enqueue failed after the abort was recorded');

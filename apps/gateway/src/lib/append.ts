@@ -10,7 +10,7 @@ import {
   saveIdempotentResponse,
   type UserPartInput,
 } from '@loopline/db';
-import { jobIds, PRIORITY, publishEvents } from '@loopline/queue';
+import { publishEvents, WAKE, wakeSession } from '@loopline/queue';
 import type { FastifyBaseLogger } from 'fastify';
 import type { AppDeps } from '../plugins/deps.ts';
 import type { AcceptedMessage } from '../schemas/messages.ts';
@@ -215,18 +215,16 @@ async function wake(
   kind: SessionInfo['kind'] = 'interactive',
   replay?: Pick<SessionInfo, 'status' | 'fence'>,
 ) {
-  let jobId = jobIds.wake(sessionId, messageId);
   try {
     if (replay && REWAKE_ON_REPLAY.includes(replay.status)) {
-      const first = await deps.queues.step.getJobState(jobId);
-      if (first === 'completed' || first === 'failed') jobId = `${jobId}-r${replay.fence}`;
+      const first = await deps.queues.step.getJobState(WAKE.message.jobId({ sessionId, messageId }));
+      if (first === 'completed' || first === 'failed') {
+        const args = { sessionId, messageId, fence: replay.fence };
+        await wakeSession(deps.queues, 'message-replay', args, { tenantId, kind });
+        return;
+      }
     }
-    await deps.queues.add(
-      'step',
-      jobId,
-      { tenantId, sessionId, reason: 'message' },
-      { priority: kind === 'batch' ? PRIORITY.batch : PRIORITY.interactive },
-    );
+    await wakeSession(deps.queues, 'message', { sessionId, messageId }, { tenantId, kind });
   } catch (err) {
     log.error({ err, tenantId, sessionId, messageId }, 'wake enqueue failed after commit');
     throw new HttpError(

@@ -1,7 +1,7 @@
 import { deferredCalls, ingestCap, type LateResult, type SessionEvent, type ToolPart } from '@loopline/core';
 import { acquireFence, loadHistory, lockSession, setSessionStatus, writeLateToolResult } from '@loopline/db';
 import { limitsFor } from '@loopline/llm';
-import { controlJobIds, PRIORITY, publishEvents } from '@loopline/queue';
+import { publishEvents, wakeSession } from '@loopline/queue';
 import type { FastifyBaseLogger } from 'fastify';
 import type { AppDeps } from '../plugins/deps.ts';
 import type { ToolResultsBody } from '../schemas/session-control.ts';
@@ -94,12 +94,7 @@ export async function submitToolResults(
   });
 
   try {
-    await deps.queues.add(
-      'step',
-      controlJobIds.toolResults(sessionId, fence),
-      { tenantId, sessionId, reason: 'tool-results' },
-      { priority: PRIORITY.interactive },
-    );
+    await wakeSession(deps.queues, 'tool-results', { sessionId, fence }, { tenantId });
   } catch (err) {
     log.error({ err, tenantId, sessionId }, 'step enqueue failed after tool results were stored');
     throw new HttpError('unavailable', 'The results were stored but the session could not be woken', {

@@ -6,7 +6,7 @@ import {
   type SessionInfo,
   transitionSessionStatus,
 } from '@loopline/db';
-import { jobIds, PRIORITY, publishEvents } from '@loopline/queue';
+import { publishEvents, wakeSession } from '@loopline/queue';
 import type { WorkerDeps } from '../deps.ts';
 
 // A batch item posts its next user message, as the gateway's POST …/messages would, in one
@@ -71,10 +71,6 @@ export async function wakeBatchSession(
   sessionId: string,
   messageId: string,
 ): Promise<void> {
-  await deps.queues.add(
-    'step',
-    jobIds.wake(sessionId, messageId),
-    { tenantId, sessionId, reason: 'message' },
-    { priority: PRIORITY.batch },
-  );
+  // A batch item's session is a batch session: the catalogue's session priority is batch.
+  await wakeSession(deps.queues, 'message', { sessionId, messageId }, { tenantId, kind: 'batch' });
 }

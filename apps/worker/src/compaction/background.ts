@@ -1,4 +1,4 @@
-import { autoCompactEnabled, pendingCompaction } from '@loopline/core';
+import { backgroundSkipReason as skipReason } from '@loopline/core';
 import { jobIds, PRIORITY } from '@loopline/queue';
 import type { Logger } from 'pino';
 import type { WorkerDeps } from '../deps.ts';
@@ -9,20 +9,26 @@ import { lastCompactionTokensAfter, type SessionContext } from '../session-conte
 // its next turn starts with room to spare. The job id carries the session's step count: a turn
 // that starts first changes the count, and the job, when it runs, finds it and does nothing.
 
-/** Why an idle session gets no background compaction now; undefined when it should get one. */
+/**
+ * Why an idle session gets no background compaction now (core backgroundSkipReason); undefined
+ * when it should get one. The last compaction is read only when the threshold is reached.
+ */
 export async function backgroundSkipReason(
   deps: WorkerDeps,
   ctx: SessionContext,
 ): Promise<string | undefined> {
-  if (ctx.session.status !== 'idle') return `session is ${ctx.session.status}`;
-  if (!autoCompactEnabled(ctx.agent.compaction, deps.flags)) return 'automatic compaction is off';
-  if (ctx.estimate < ctx.budget.background) return 'below the background threshold';
-  if (pendingCompaction(ctx.view)) return 'a compaction is already pending';
-  // Never two automatic compactions in a row without growth (§5.6).
-  const after = await lastCompactionTokensAfter(deps, ctx.session.tenantId, ctx.session.id);
-  const margin = ctx.agent.compaction.growthMargin * ctx.budget.trigger;
-  if (after !== undefined && ctx.estimate - after < margin) return 'no growth since the last compaction';
-  return undefined;
+  return skipReason({
+    status: ctx.session.status,
+    messages: ctx.view,
+    compaction: ctx.agent.compaction,
+    flags: deps.flags,
+    estimate: ctx.estimate,
+    budget: ctx.budget,
+    lastCompactionTokensAfter:
+      ctx.estimate >= ctx.budget.background
+        ? await lastCompactionTokensAfter(deps, ctx.session.tenantId, ctx.session.id)
+        : undefined,
+  });
 }
 
 /** Called after the idle prune pass. */

@@ -1,20 +1,24 @@
 import {
   addUsage,
+  type CompactionPlan,
   type CompactionRange,
+  clipToTokens,
   countCapped,
   type ErrorData,
   emptyUsage,
   errorData,
+  llmRungs,
+  planCompaction,
+  structuralPlan,
   structuralSummary,
   type Usage,
   type WithParts,
 } from '@loopline/core';
 import type { Logger } from 'pino';
 import type { WorkerDeps } from '../deps.ts';
-import type { SessionContext } from '../session-context.ts';
+import { type SessionContext, sessionRatio } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { summarizeHead } from './head-summary.ts';
-import { type CompactionPlan, clipToTokens, planCompaction } from './plan.ts';
 import type { SummaryModel } from './summarize.ts';
 import { ignoreSummaryParts } from './summary-message.ts';
 
@@ -56,20 +60,23 @@ export interface LadderResult {
   requests: number;
 }
 
-/** The structural summary always gets at least this much room, even when nothing fits. */
-export const MIN_STRUCTURAL_TOKENS = 200;
-
 export async function runLadder(deps: WorkerDeps, input: LadderInput): Promise<LadderResult> {
   const { ctx, range, log } = input;
-  const plans = planCompaction(ctx, range, deps.tokenizer);
-  const { withTail, noTail, trigger } = plans;
+  const plans = planCompaction(
+    {
+      agent: ctx.agent,
+      budget: ctx.budget,
+      overheadTokens: ctx.shape.overheadTokens,
+      ratio: sessionRatio(ctx.session, ctx.agent),
+    },
+    range,
+    deps.tokenizer,
+  );
+  const { trigger } = plans;
   const c = ctx.agent.compaction;
   const prompt = { prompt: c.prompt, extraContext: c.extraContext, instructions: range.part.instructions };
 
-  const rungs: Array<{ plan: CompactionPlan; rung: Rung }> = [];
-  // A tail that leaves no room for any summary is dropped before paying for one.
-  if (withTail && withTail.fixed < trigger) rungs.push({ plan: withTail, rung: 'summary' });
-  if (noTail.fixed < trigger) rungs.push({ plan: noTail, rung: withTail ? 'summary-no-tail' : 'summary' });
+  const rungs = llmRungs(plans);
 
   let usage = emptyUsage();
   let error: ErrorData | undefined;
@@ -124,28 +131,17 @@ function structuralRung(
   error: ErrorData | undefined,
   requests: number,
 ): LadderResult {
-  const { withTail, noTail, trigger, ratio } = plans;
-  // Keep the verbatim tail when the structural text still fits beside it.
-  const candidates: CompactionPlan[] = withTail ? [withTail, noTail] : [noTail];
-  for (const plan of candidates) {
-    const room = Math.floor((trigger - 1 - plan.fixed) / ratio);
-    if (room < MIN_STRUCTURAL_TOKENS && plan !== noTail) continue;
-    const text = clipToTokens(
-      structuralSummary(plan.head as WithParts[]),
-      Math.max(room, MIN_STRUCTURAL_TOKENS),
-      deps.tokenizer,
-    );
-    return {
-      rung: 'structural',
-      text,
-      persisted: false,
-      usage,
-      plan,
-      tokensAfter: plans.project(plan, countCapped(deps.tokenizer, text)),
-      error,
-      requests,
-    };
-  }
-  /* c8 ignore next */
-  throw new Error('unreachable: the no-tail plan is always a candidate');
+  // Keep the verbatim tail when the structural text still fits beside it (core structuralPlan).
+  const { plan, maxTokens } = structuralPlan(plans);
+  const text = clipToTokens(structuralSummary(plan.head as WithParts[]), maxTokens, deps.tokenizer);
+  return {
+    rung: 'structural',
+    text,
+    persisted: false,
+    usage,
+    plan,
+    tokensAfter: plans.project(plan, countCapped(deps.tokenizer, text)),
+    error,
+    requests,
+  };
 }

@@ -13,13 +13,11 @@ import {
 } from '@loopline/core';
 import type { CompactionReason } from '@loopline/db';
 import { agentLimits, capabilitiesFor, tokenizerFamily } from '@loopline/llm';
-import { PRIORITY } from '@loopline/queue';
+import { wakeSession } from '@loopline/queue';
 import { sessionAttributes, withSpan } from '@loopline/telemetry';
 import type { Logger } from 'pino';
 import { isUserAbort } from '../abort-reason.ts';
 import type { WorkerDeps } from '../deps.ts';
-import { sessionPriority } from '../fairness/options.ts';
-import { workerJobIds } from '../job-ids.ts';
 import { loadContext, type SessionContext, sessionRatio } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { commitCompaction, type NextMove } from './commit.ts';
@@ -69,7 +67,7 @@ export async function runCompaction(
     // Reverted, or older than the boundary (already summarised by a later compaction): nothing to
     // summarise, but the session may still say `compacting`; the loop re-derives what to do.
     log.warn('compaction message not in the log since the boundary; waking the loop');
-    await wake(deps, tenantId, sessionId, input.markerId, sessionPriority(ctx.session));
+    await wake(deps, tenantId, sessionId, input.markerId, ctx.session.kind);
     return 'step';
   }
   const summaryId = summaryMessageId(range.part.id);
@@ -77,7 +75,7 @@ export async function runCompaction(
   if (done && isCompletedSummary(done)) {
     log.info('compaction already completed; re-enqueueing its follow-up');
     const next: NextMove = ctx.session.status === 'idle' ? 'idle' : 'step';
-    if (next === 'step') await wake(deps, tenantId, sessionId, input.markerId, sessionPriority(ctx.session));
+    if (next === 'step') await wake(deps, tenantId, sessionId, input.markerId, ctx.session.kind);
     return next;
   }
 
@@ -97,7 +95,7 @@ export async function runCompaction(
       job,
     });
     log.info({ tokensBefore: ctx.estimate, next }, `compaction is a no-op: ${why}`);
-    if (next === 'step') await wake(deps, tenantId, sessionId, input.markerId, sessionPriority(ctx.session));
+    if (next === 'step') await wake(deps, tenantId, sessionId, input.markerId, ctx.session.kind);
     return next;
   }
   const opened = await openSummary(writer, {
@@ -165,7 +163,7 @@ export async function runCompaction(
       { rung: result.rung, tokensBefore: ctx.estimate, tokensAfter: result.tokensAfter, next },
       'compaction is a no-op',
     );
-    if (next === 'step') await wake(deps, tenantId, sessionId, input.markerId, sessionPriority(ctx.session));
+    if (next === 'step') await wake(deps, tenantId, sessionId, input.markerId, ctx.session.kind);
     return next;
   }
   const next = await commitCompaction(writer, { ctx, range, opened, result, model: model.ref });
@@ -185,7 +183,7 @@ export async function runCompaction(
     },
     'compaction completed',
   );
-  if (next === 'step') await wake(deps, tenantId, sessionId, input.markerId, sessionPriority(ctx.session));
+  if (next === 'step') await wake(deps, tenantId, sessionId, input.markerId, ctx.session.kind);
   return next;
 }
 
@@ -231,17 +229,11 @@ function reasonOf(part: CompactionPart): CompactionReason {
   return part.overflow ? 'overflow' : 'auto';
 }
 
-async function wake(
-  deps: WorkerDeps,
-  tenantId: string,
-  sessionId: string,
-  markerId: string,
-  priority: number = PRIORITY.interactive,
-) {
-  await deps.queues.add(
-    'step',
-    workerJobIds.afterCompaction(sessionId, markerId),
-    { tenantId, sessionId, reason: 'compacted' },
-    { priority },
+async function wake(deps: WorkerDeps, tenantId: string, sessionId: string, markerId: string, kind: string) {
+  await wakeSession(
+    deps.queues,
+    'compacted',
+    { sessionId, compactionMessageId: markerId },
+    { tenantId, kind },
   );
 }

@@ -21,12 +21,11 @@ import {
 } from '@loopline/db';
 import {
   type AbortSubscription,
-  controlJobIds,
   duplicateRedis,
   jobIds,
-  PRIORITY,
   publishAbort,
   subscribeAborts,
+  wakeSession,
 } from '@loopline/queue';
 import type { Logger } from 'pino';
 import { SESSION_ABORT_REASON } from '../abort-reason.ts';
@@ -122,12 +121,7 @@ export async function requestSessionAbort(
       const request = await recordAbortRequest(deps.db, tenantId, sessionId);
       if (!request?.recorded) continue;
       recorded.push(sessionId);
-      await deps.queues.add(
-        'step',
-        controlJobIds.abort(sessionId, request.session.lastSeq),
-        { tenantId, sessionId, reason: 'abort' },
-        { priority: PRIORITY.interactive },
-      );
+      await wakeSession(deps.queues, 'abort', { sessionId, abortSeq: request.session.lastSeq }, { tenantId });
     } catch (err) {
       // The parent's part is interrupted already; a child left running only costs tokens.
       log.warn({ err, childSessionId: sessionId }, 'could not abort a child session');

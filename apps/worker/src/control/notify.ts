@@ -1,5 +1,5 @@
 import type { SessionInfo } from '@loopline/db';
-import { controlJobIds, PRIORITY } from '@loopline/queue';
+import { wakeSession } from '@loopline/queue';
 import type { Logger } from 'pino';
 import type { WorkerDeps } from '../deps.ts';
 
@@ -20,11 +20,11 @@ export async function notifyParent(
   const parentId = child.parentSessionId;
   if (!parentId) return;
   try {
-    await deps.queues.add(
-      'step',
-      controlJobIds.childDone(parentId, child.id, child.stepCount),
-      { tenantId: child.tenantId, sessionId: parentId, reason: 'child-done' },
-      { priority: PRIORITY.interactive },
+    await wakeSession(
+      deps.queues,
+      'child-done',
+      { sessionId: parentId, childId: child.id, childStepCount: child.stepCount },
+      { tenantId: child.tenantId },
     );
   } catch (err) {
     // Healed when the parent next wakes; logged so an operator can tell why it waits.

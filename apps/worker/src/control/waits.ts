@@ -8,7 +8,7 @@ import {
   type ToolPart,
 } from '@loopline/core';
 import { getSession, loadHistory, setSessionStatus, writeLateToolResult } from '@loopline/db';
-import { controlJobIds, jobIds, PRIORITY } from '@loopline/queue';
+import { wakeSession } from '@loopline/queue';
 import type { Logger } from 'pino';
 import type { WorkerDeps } from '../deps.ts';
 import { runStopped } from '../fairness/loop-stopped.ts';
@@ -124,11 +124,11 @@ export async function enterWait(
     } else if (call.awaiting === 'client') {
       clients.push(call.callId);
       if (call.deadline !== undefined) {
-        await deps.queues.add(
-          'step',
-          controlJobIds.toolTimeout(sessionId, call.callId),
-          { tenantId, sessionId, reason: 'tool-timeout' },
-          { delay: Math.max(0, call.deadline - now), priority: PRIORITY.interactive },
+        await wakeSession(
+          deps.queues,
+          'tool-timeout',
+          { sessionId, callId: call.callId },
+          { tenantId, delayMs: Math.max(0, call.deadline - now) },
         );
       }
     }
@@ -164,11 +164,11 @@ async function ensureChildRuns(
   const child = await getSession(deps.db, tenantId, call.childSessionId);
   if (child?.status !== 'queued') return;
   try {
-    await deps.queues.add(
-      'step',
-      jobIds.wake(call.childSessionId, messageId),
-      { tenantId, sessionId: call.childSessionId, reason: 'message' },
-      { priority: PRIORITY.interactive },
+    await wakeSession(
+      deps.queues,
+      'child-start',
+      { sessionId: call.childSessionId, messageId },
+      { tenantId },
     );
   } catch (err) {
     log.warn({ err, childSessionId: call.childSessionId }, 'could not wake the child session');

@@ -1,5 +1,3 @@
-import { PRIORITY } from '@loopline/queue';
-
 // Fairness settings of a worker process: the deployment defaults a tenant's own limits override
 // (tenants.settings.limits), and the timings of the semaphore, the token window and batch items.
 
@@ -35,10 +33,8 @@ export function fairnessOf(deps: { fairness?: Partial<FairnessOptions> | undefin
 /** "No cap" still goes through the semaphore (so a cap set later counts every running session). */
 export const UNLIMITED = 1_000_000_000;
 
-/** The BullMQ priority of a session's step jobs: batch sessions after interactive ones. */
-export function sessionPriority(session: { kind: string }): number {
-  return session.kind === 'batch' ? PRIORITY.batch : PRIORITY.interactive;
-}
+/** The BullMQ priority of a session's jobs (the wake catalogue's `session` rule, packages/queue/src/wake.ts). */
+export { sessionPriority } from '@loopline/queue';
 
 /** Up to ±50% jitter, so jobs delayed together do not all come back in the same millisecond. */
 export function jittered(ms: number): number {

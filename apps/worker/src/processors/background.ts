@@ -1,4 +1,4 @@
-import { pendingCompaction } from '@loopline/core';
+import { resumableBackground } from '@loopline/core';
 import type { BackgroundCompactJob } from '@loopline/queue';
 import type { Job } from 'bullmq';
 import { backgroundSkipReason } from '../compaction/background.ts';
@@ -23,7 +23,7 @@ export async function processBackground(
     const { tenantId, sessionId } = writer.ctx;
     const ctx = await loadContext(deps, tenantId, sessionId);
     if (!ctx) return;
-    let markerId = resumable(ctx.view);
+    let markerId = resumableBackground(ctx.view);
     if (!markerId) {
       if (ctx.session.stepCount !== job.data.stepCount) {
         log.info({ stepCount: ctx.session.stepCount }, 'background compaction skipped: a newer turn started');
@@ -50,10 +50,4 @@ export async function processBackground(
     // POST …/abort stopped it (the session showed `compacting`): end the turn as a step would.
     if (outcome === 'aborted') await endAbortedTurn(deps, writer, log);
   });
-}
-
-/** A background marker an earlier run of this job left without a summary. */
-function resumable(view: Parameters<typeof pendingCompaction>[0]): string | undefined {
-  const pending = pendingCompaction(view);
-  return pending?.part.background ? pending.message.info.id : undefined;
 }

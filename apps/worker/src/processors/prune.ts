@@ -1,6 +1,6 @@
-import { autoCompactEnabled, pendingCompaction } from '@loopline/core';
+import { afterPrune, idlePruneObsolete } from '@loopline/core';
 import { getSession } from '@loopline/db';
-import { PRIORITY, type PruneJob } from '@loopline/queue';
+import { jobIds, PRIORITY, type PruneJob, wakeSession } from '@loopline/queue';
 import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { scheduleBackground } from '../compaction/background.ts';
@@ -8,8 +8,6 @@ import { appendCompactionMarker } from '../compaction/marker.ts';
 import { prunePass } from '../compaction/prune-pass.ts';
 import { endAbortedTurn } from '../control/abort.ts';
 import type { WorkerDeps } from '../deps.ts';
-import { sessionPriority } from '../fairness/options.ts';
-import { workerJobIds } from '../job-ids.ts';
 import { withSessionLease } from '../lease-runner.ts';
 import { loadContext, type SessionContext } from '../session-context.ts';
 import { setStatus } from '../session-status.ts';
@@ -20,7 +18,8 @@ import type { SessionWriter } from '../session-writer.ts';
 //   context is above the background threshold (docs/context.md §2).
 // - purpose `compact`: the loop needs room; prune first, and only if that is not enough (or the
 //   provider rejected the request) append the compaction marker and hand over to the compaction
-//   job. When pruning alone brings the estimate under the trigger, the loop just continues.
+//   job. When pruning alone brings the estimate under the trigger, the loop just continues
+//   (core afterPrune decides which).
 //   An abort recorded meanwhile (POST …/abort does not cancel a prune job: it makes no model call)
 //   ends the turn here instead: no compaction point is set for a turn that was stopped.
 
@@ -30,7 +29,7 @@ export async function processPrune(deps: WorkerDeps, job: Job<PruneJob>, token?:
     const log = lease.log.child({ purpose: job.data.purpose });
     let ctx = await loadContext(deps, tenantId, sessionId);
     if (!ctx) return;
-    if (job.data.purpose === 'idle' && idlePassObsolete(ctx, job.data)) {
+    if (job.data.purpose === 'idle' && idlePruneObsolete(ctx.session, job.data.stepCount)) {
       log.debug(
         { stepCount: ctx.session.stepCount, status: ctx.session.status },
         'session moved on; idle prune skipped',
@@ -54,16 +53,6 @@ export async function processPrune(deps: WorkerDeps, job: Job<PruneJob>, token?:
   });
 }
 
-/**
- * The idle pass belongs to the idle period it was scheduled for: once a newer turn has run a step
- * (or is under way), pruning here would act in the middle of that turn and write a second ledger
- * row for its step. That turn's own end schedules the next idle pass.
- */
-function idlePassObsolete(ctx: SessionContext, data: PruneJob): boolean {
-  if (data.stepCount === undefined) return false; // enqueued by an older worker
-  return ctx.session.stepCount !== data.stepCount || ctx.session.status !== 'idle';
-}
-
 async function compactIfNeeded(
   deps: WorkerDeps,
   writer: SessionWriter,
@@ -81,27 +70,29 @@ async function compactIfNeeded(
     if (outcome === 'stopped') return;
     if (outcome === 'continue') ctx = (await loadContext(deps, tenantId, sessionId)) ?? ctx;
   }
-  // A marker written by an earlier run of this job (or another runner) is the one to run.
-  const pending = pendingCompaction(ctx.view);
-  if (pending) {
-    await enqueueCompact(deps, tenantId, sessionId, pending.message.info.id, fence);
+  const action = afterPrune({
+    messages: ctx.view,
+    compaction: ctx.agent.compaction,
+    flags: deps.flags,
+    rejected: data.rejected,
+    estimate: ctx.estimate,
+    trigger: ctx.budget.trigger,
+  });
+  if (action.type === 'run-compaction') {
+    await enqueueCompact(deps, tenantId, sessionId, action.messageId, fence);
     return;
   }
-  if (!autoCompactEnabled(ctx.agent.compaction, deps.flags)) {
-    // Switched off since the step asked: the step decides again (and fails if nothing fits).
+  if (action.type === 'continue') {
+    // auto-off: the step decides again (and fails if nothing fits).
+    if (action.why === 'enough-room') {
+      log.info(
+        { estimate: ctx.estimate, trigger: ctx.budget.trigger },
+        'prune made enough room; no compaction',
+      );
+    }
     await setStatus(writer, 'queued');
-    const jobId = workerJobIds.afterPrune(sessionId, stepCount, fence);
-    await next(deps, tenantId, sessionId, jobId, sessionPriority(ctx.session));
-    return;
-  }
-  if (!data.rejected && ctx.estimate < ctx.budget.trigger) {
-    log.info(
-      { estimate: ctx.estimate, trigger: ctx.budget.trigger },
-      'prune made enough room; no compaction',
-    );
-    await setStatus(writer, 'queued');
-    const jobId = workerJobIds.afterPrune(sessionId, stepCount, fence);
-    await next(deps, tenantId, sessionId, jobId, sessionPriority(ctx.session));
+    const args = { sessionId, stepCount, fence };
+    await wakeSession(deps.queues, 'pruned', args, { tenantId, kind: ctx.session.kind });
     return;
   }
   const marker = await appendCompactionMarker(writer, ctx.session.agentName, {
@@ -131,18 +122,8 @@ export async function enqueueCompact(
 ): Promise<void> {
   await deps.queues.add(
     'compact',
-    workerJobIds.compact(sessionId, messageId, fence),
+    jobIds.compact(sessionId, messageId, fence),
     { tenantId, sessionId, messageId },
     { priority: PRIORITY.interactive },
   );
-}
-
-async function next(
-  deps: WorkerDeps,
-  tenantId: string,
-  sessionId: string,
-  jobId: string,
-  priority: number = PRIORITY.interactive,
-) {
-  await deps.queues.add('step', jobId, { tenantId, sessionId, reason: 'pruned' }, { priority });
 }

@@ -1,6 +1,6 @@
-import { compactionVerdict, decide, errorData } from '@loopline/core';
+import { afterCall, DEFAULT_MAX_INTERRUPTED_STEPS, decide, type LoopAction } from '@loopline/core';
 import { setSessionStatus } from '@loopline/db';
-import { jobIds, PRIORITY, type StepJob } from '@loopline/queue';
+import { jobIds, PRIORITY, type StepJob, wakeSession } from '@loopline/queue';
 import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { isUserAbort } from '../abort-reason.ts';
@@ -11,27 +11,21 @@ import { applySessionControl } from '../control/step-control.ts';
 import { enterWait } from '../control/waits.ts';
 import type { WorkerDeps } from '../deps.ts';
 import { admitModelCall } from '../fairness/admission.ts';
-import { sessionPriority } from '../fairness/options.ts';
-import { workerJobIds } from '../job-ids.ts';
 import { withSessionLease } from '../lease-runner.ts';
-import { lastCompactionTokensAfter, loadContext, type SessionContext } from '../session-context.ts';
+import { lastCompactionTokensAfter, loadContext } from '../session-context.ts';
 import { failSession, goIdle, setStatus } from '../session-status.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { type CallOutcome, callModel } from '../step/call-model.ts';
 import { closeInterrupted } from '../step/recover.ts';
-import {
-  retryDelayMs,
-  stepsThisTurn,
-  trailingInterruptedSteps,
-  trailingProviderErrors,
-} from '../step/turn.ts';
 import { enqueueCompact } from './prune.ts';
 import { enqueueTitle } from './title.ts';
 
 // The step job: one loop iteration of docs/context.md §6. Everything is re-derived from the log, so
-// running it twice, or after a crash, continues the loop instead of repeating it. Context
-// management is routed, never done here: a pending compaction goes to the compaction job, a
-// needed one (pre-call estimate or provider rejection) to the prune job, which prunes first.
+// running it twice, or after a crash, continues the loop instead of repeating it. Every decision
+// is core's (decide before the call, afterCall after it, fault budgets included); this file only
+// performs them. Context management is routed, never done here: a pending compaction goes to the
+// compaction job, a needed one (pre-call estimate or provider rejection) to the prune job, which
+// prunes first.
 
 export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: string): Promise<void> {
   await withSessionLease(deps, job, token, async ({ writer, signal, attempt, session: fenced, log }) => {
@@ -52,25 +46,16 @@ export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: s
       await cancelBackground(deps, sessionId, session.stepCount, log);
     }
 
-    if (trailingProviderErrors(messages) >= deps.maxProviderRetries) {
-      const last = [...messages].reverse().find((m) => m.info.role === 'assistant')?.info;
-      const error = last?.role === 'assistant' ? last.error : undefined;
-      await failSession(writer, error ?? errorData('APIError', 'the model provider kept failing'));
-      return;
-    }
-    // Interrupted steps do not spend maxSteps (step/turn.ts); a step that kills its worker every
-    // time is bounded here instead.
-    const interrupted = trailingInterruptedSteps(messages);
-    if (interrupted >= (deps.maxInterruptedSteps ?? 10)) {
-      await failSession(writer, errorData('MaxInterruptionsReachedError', undefined, { interrupted }));
-      return;
-    }
-
     const input = {
       messages,
       agent,
       flags: deps.flags,
-      stepsThisTurn: stepsThisTurn(messages),
+      // Interrupted steps and provider retries do not spend maxSteps (core step-budget.ts); these
+      // caps end a turn whose faults repeat.
+      budgets: {
+        maxProviderRetries: deps.maxProviderRetries,
+        maxInterruptedSteps: deps.maxInterruptedSteps ?? DEFAULT_MAX_INTERRUPTED_STEPS,
+      },
       estimate: ctx.estimate,
       overhead: Math.round(ctx.shape.overheadTokens * (session.tokenRatio ?? 1)),
       // Only read when it can matter: the estimate is at the trigger.
@@ -93,7 +78,8 @@ export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: s
         await enqueueTitle(deps, session, log); // once per session: after its first turn
         return;
       case 'fail':
-        await failSession(writer, action.error);
+      case 'create-compaction':
+        await needsRoomOrFails(deps, writer, session.stepCount, action);
         return;
       case 'wait':
         await enterWait(deps, writer, ctx, action.calls, log);
@@ -101,14 +87,6 @@ export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: s
       case 'run-compaction':
         await setStatus(writer, 'compacting');
         await enqueueCompact(deps, tenantId, sessionId, action.messageId, writer.ctx.fence);
-        return;
-      case 'create-compaction':
-        await requestCompaction(deps, writer, session.stepCount, {
-          overflow: action.overflow,
-          iteration: action.iteration,
-          streak: action.streak,
-          rejected: false,
-        });
         return;
       case 'call': {
         // Tenant fairness (fairness/admission.ts): a slot and token budget, or wait delayed.
@@ -140,32 +118,38 @@ export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: s
           model: agent.model,
           durationMs: performance.now() - started,
         });
-        switch (outcome.type) {
-          case 'lost':
-            // POST …/abort cancelled this job: end the turn now, keeping what was streamed.
-            if (isUserAbort(signal)) await endAbortedTurn(deps, writer, log);
+        const after = afterCall({
+          result: outcome,
+          userAborted: isUserAbort(signal),
+          messages,
+          agent,
+          flags: deps.flags,
+          maxProviderRetries: deps.maxProviderRetries,
+        });
+        switch (after.type) {
+          case 'stop':
             return;
-          case 'continue':
-            await next(deps, tenantId, sessionId, stepCount, 0, sessionPriority(session));
+          case 'end-aborted-turn':
+            // POST …/abort cancelled this job: end the turn now, keeping what was streamed.
+            await endAbortedTurn(deps, writer, log);
+            return;
+          case 'next':
+            await next(deps, writer, session, stepCount, 0);
             return;
           case 'retry': {
-            const n = trailingProviderErrors(messages) + 1;
-            const delay = retryDelayMs(n, outcome.delayMs);
             // Say why the session does not move, in its status and as an event.
-            const detail = retryDetail(outcome.cause, n, deps.maxProviderRetries, delay);
+            const { detail } = after;
             await writer.write(async (trx, emit) => {
               await setSessionStatus(trx, tenantId, sessionId, 'running', detail, null);
               emit({ type: 'session.status', status: 'running', detail });
             });
-            log.warn({ retry: n, of: deps.maxProviderRetries, delayMs: delay }, detail);
-            await next(deps, tenantId, sessionId, stepCount, delay, sessionPriority(session));
+            log.warn({ retry: after.attempt, of: after.of, delayMs: after.delayMs }, detail);
+            await next(deps, writer, session, stepCount, after.delayMs);
             return;
           }
-          case 'overflow':
-            await providerOverflow(deps, writer, ctx, stepCount);
-            return;
-          case 'failed':
-            await failSession(writer, outcome.error);
+          default:
+            // The provider rejected the request as too long, or the call failed for good.
+            await needsRoomOrFails(deps, writer, stepCount, after);
             return;
         }
       }
@@ -173,48 +157,43 @@ export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: s
   });
 }
 
+/** The next step of the loop, keyed by the step count this step reached. */
 async function next(
   deps: WorkerDeps,
-  tenantId: string,
-  sessionId: string,
+  writer: SessionWriter,
+  session: { kind: string },
   stepCount: number,
-  delay: number,
-  priority: number = PRIORITY.interactive,
+  delayMs: number,
 ) {
-  await deps.queues.add(
-    'step',
-    jobIds.step(sessionId, stepCount),
-    { tenantId, sessionId, reason: 'continue' },
-    { delay, priority },
+  const { tenantId, sessionId } = writer.ctx;
+  await wakeSession(
+    deps.queues,
+    'continue',
+    { sessionId, stepCount },
+    { tenantId, kind: session.kind, delayMs },
   );
 }
 
 /**
- * The provider rejected the request as too long (the third overflow check): a compaction, bounded
- * by the same loop guard as the pre-call estimate (core compactionVerdict); with automatic
- * compaction off, a ContextOverflowError.
+ * A `fail` ends the turn; a `create-compaction` (the pre-call estimate at the trigger, or the
+ * provider rejecting the request) goes to the prune job, which compacts only if pruning is not
+ * enough.
  */
-async function providerOverflow(
+async function needsRoomOrFails(
   deps: WorkerDeps,
   writer: SessionWriter,
-  ctx: SessionContext,
   stepCount: number,
+  action: Extract<LoopAction, { type: 'fail' | 'create-compaction' }>,
 ) {
-  const verdict = compactionVerdict({
-    messages: ctx.view,
-    compaction: ctx.agent.compaction,
-    flags: deps.flags,
-    rejected: true,
-  });
-  if (verdict.type === 'fail') {
-    await failSession(writer, verdict.error);
+  if (action.type === 'fail') {
+    await failSession(writer, action.error);
     return;
   }
   await requestCompaction(deps, writer, stepCount, {
-    overflow: verdict.overflow,
-    iteration: verdict.iteration,
-    streak: verdict.streak,
-    rejected: true,
+    overflow: action.overflow,
+    iteration: action.iteration,
+    streak: action.streak,
+    rejected: action.rejected === true,
   });
 }
 
@@ -229,7 +208,7 @@ async function requestCompaction(
   await setStatus(writer, 'compacting');
   await deps.queues.add(
     'prune',
-    workerJobIds.pruneForCompaction(sessionId, stepCount, fence),
+    jobIds.pruneForCompaction(sessionId, stepCount, fence),
     { tenantId, sessionId, purpose: 'compact', ...opts },
     { priority: PRIORITY.interactive },
   );
@@ -263,10 +242,4 @@ function logCall(
     );
   } else if (outcome.type === 'failed') log.warn({ ...base, error: outcome.error.name }, 'step failed');
   else log.info(base, outcome.type === 'lost' ? 'step stopped (aborted or lease lost)' : 'step finished');
-}
-
-/** `provider 429, retry 3/8 in 4 s` (no retry left: the next step ends the session). */
-export function retryDetail(cause: string, n: number, max: number, delayMs: number): string {
-  if (n >= max) return `provider ${cause}, no retries left (${n}/${max})`;
-  return `provider ${cause}, retry ${n}/${max} in ${Math.max(1, Math.round(delayMs / 1000))} s`;
 }

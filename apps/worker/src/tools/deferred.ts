@@ -19,7 +19,7 @@ import {
   setSessionStatus,
   updatePart,
 } from '@loopline/db';
-import { jobIds, PRIORITY, publishEvents } from '@loopline/queue';
+import { publishEvents, wakeSession } from '@loopline/queue';
 import type { WorkerDeps } from '../deps.ts';
 import type { SessionWriter } from '../session-writer.ts';
 
@@ -139,11 +139,11 @@ async function startTask(deps: WorkerDeps, writer: SessionWriter, call: ToolPart
     return message;
   });
   try {
-    await deps.queues.add(
-      'step',
-      jobIds.wake(childId, childMessageId),
-      { tenantId, sessionId: childId, reason: 'message' },
-      { priority: PRIORITY.interactive },
+    await wakeSession(
+      deps.queues,
+      'child-start',
+      { sessionId: childId, messageId: childMessageId },
+      { tenantId },
     );
   } catch (err) {
     deps.logger.warn({ err, sessionId, childSessionId: childId }, 'child wake failed; the parent re-adds it');

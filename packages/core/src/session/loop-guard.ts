@@ -107,3 +107,18 @@ export function compactionVerdict(input: CompactionGuardInput): CompactionVerdic
     streak: streak + 1,
   };
 }
+
+/**
+ * The context grew by `growthMargin` of the trigger since the last compaction left it at
+ * `tokensAfter` (or there was none): only then may an automatic compaction fire again, so one
+ * that left the context near the trigger does not repeat at once. Shared by decide() and the idle
+ * background check.
+ */
+export function grewSinceCompaction(
+  estimate: number,
+  tokensAfter: number | undefined,
+  growthMargin: number,
+  trigger: number,
+): boolean {
+  return tokensAfter === undefined || estimate - tokensAfter >= growthMargin * trigger;
+}

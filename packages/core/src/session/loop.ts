@@ -1,13 +1,21 @@
-// The whole loop policy (docs/context.md §6) as one pure function: from the filtered log and a few
-// numbers, what the step job does next. Every decision is re-derived from durable state, so a
-// retried step after a crash decides the same thing again.
+// The whole loop policy (docs/context.md §6) as pure functions: from the filtered log and a few
+// numbers, what the step job does next (decide), and what it does with the model call's outcome
+// (afterCall). Every decision is re-derived from durable state, so a retried step after a crash
+// decides the same thing again; the step job only performs the action.
 
 import type { AgentConfig, RuntimeFlags } from '../config.ts';
 import { type ErrorData, errorData } from '../errors.ts';
 import type { WithParts } from '../schema/message.ts';
 import { type DeferredCall, deferredCalls, turnAborted } from './control.ts';
-import { compactionVerdict } from './loop-guard.ts';
+import { compactionVerdict, grewSinceCompaction } from './loop-guard.ts';
 import { contextBudget, exceedsWindow, isOverflow } from './overflow.ts';
+import {
+  budgetExceeded,
+  type ProviderRetry,
+  providerRetry,
+  type StepBudgets,
+  stepsThisTurn,
+} from './step-budget.ts';
 import { newestByRole, pendingCompaction } from './turn.ts';
 
 export type LoopAction =
@@ -24,9 +32,10 @@ export type LoopAction =
    * The pre-call estimate overflows: write a compaction message (its part gets `auto: true`,
    * `overflow`, `iteration` and `streak`) and end this step. `overflow` is true when the unanswered
    * newest message is the user's own request, which is replayed after the summary instead of
-   * "continue". Decided by compactionVerdict (loop-guard.ts), as on a provider rejection.
+   * "continue". Decided by compactionVerdict (loop-guard.ts), as on a provider rejection, which
+   * afterCall() marks `rejected` (compact even if the estimate fits).
    */
-  | { type: 'create-compaction'; overflow: boolean; iteration: number; streak: number }
+  | { type: 'create-compaction'; overflow: boolean; iteration: number; streak: number; rejected?: true }
   | { type: 'fail'; error: ErrorData }
   /** Call the model once; on `lastStep` tools are withheld and maxStepsWrapUp() is appended. */
   | { type: 'call'; parentId: string; lastStep: boolean };
@@ -36,8 +45,13 @@ export interface DecideInput {
   messages: WithParts[];
   agent: Pick<AgentConfig, 'limits' | 'compaction' | 'maxSteps'>;
   flags: RuntimeFlags;
-  /** Model calls already made in the current user turn. */
-  stepsThisTurn: number;
+  /** Model calls already made in the current user turn; stepsThisTurn(messages) when absent. */
+  stepsThisTurn?: number | undefined;
+  /**
+   * The fault budgets (step-budget.ts), checked before anything else: a turn that spent one fails
+   * whatever else the log says. Absent: not checked.
+   */
+  budgets?: StepBudgets | undefined;
   /** estimateNextPrompt() for the call this step would make. */
   estimate: number;
   /** The session's last compaction result (its `tokensAfter`), for the no-loop growth guard. */
@@ -63,6 +77,8 @@ function isDone(msg: WithParts): boolean {
 
 export function decide(input: DecideInput): LoopAction {
   const { messages, agent, flags, estimate } = input;
+  const spent = input.budgets && budgetExceeded(messages, input.budgets);
+  if (spent) return { type: 'fail', error: spent };
   const lastUser = newestByRole(messages, 'user');
   if (!lastUser) return { type: 'exit', reason: 'no-user-message' };
   const lastAssistant = newestByRole(messages, 'assistant');
@@ -92,10 +108,14 @@ export function decide(input: DecideInput): LoopAction {
         ),
       };
     }
-    const after = input.lastCompactionTokensAfter;
     // No loop: a compaction that left the context near the trigger must not fire again at once,
     // unless the call cannot fit at all (the loop guard still bounds that case).
-    const grew = after === undefined || estimate - after >= compaction.growthMargin * trigger;
+    const grew = grewSinceCompaction(
+      estimate,
+      input.lastCompactionTokensAfter,
+      compaction.growthMargin,
+      trigger,
+    );
     if (grew || exceedsWindow(estimate, limits)) return compactionVerdict({ messages, compaction, flags });
   }
   // With automatic compaction off, a prompt that cannot fit is an error now, not after paying for
@@ -103,11 +123,71 @@ export function decide(input: DecideInput): LoopAction {
   if (exceedsWindow(estimate, limits)) {
     return { type: 'fail', error: errorData('ContextOverflowError', undefined, { estimate }) };
   }
-  if (input.stepsThisTurn >= agent.maxSteps) {
-    return {
-      type: 'fail',
-      error: errorData('MaxStepsReachedError', undefined, { steps: input.stepsThisTurn }),
-    };
+  const steps = input.stepsThisTurn ?? stepsThisTurn(messages);
+  if (steps >= agent.maxSteps) {
+    return { type: 'fail', error: errorData('MaxStepsReachedError', undefined, { steps }) };
   }
-  return { type: 'call', parentId: lastUser.info.id, lastStep: input.stepsThisTurn + 1 >= agent.maxSteps };
+  return { type: 'call', parentId: lastUser.info.id, lastStep: steps + 1 >= agent.maxSteps };
+}
+
+/** How a model call ended, as the step job saw it (apps/worker/src/step/call-model.ts). */
+export type CallResult =
+  | { type: 'continue' }
+  /** The provider failed retryably; `delayMs` is its Retry-After (0 without one). */
+  | { type: 'retry'; delayMs: number; cause: string }
+  /** The provider rejected the request as too long. */
+  | { type: 'overflow' }
+  | { type: 'failed'; error: ErrorData }
+  /** The stream was cut: the job was cancelled, or its lease was lost. */
+  | { type: 'lost' };
+
+export type AfterCallAction =
+  /** Nothing more for this runner: a lost lease belongs to the next runner. */
+  | { type: 'stop' }
+  /** POST …/abort cancelled the call: end the turn now, keeping what was streamed. */
+  | { type: 'end-aborted-turn' }
+  /** Enqueue the next step now. */
+  | { type: 'next' }
+  /** Say why the session does not move, then enqueue the next step after `delayMs`. */
+  | ({ type: 'retry' } & ProviderRetry)
+  | Extract<LoopAction, { type: 'create-compaction' | 'fail' }>;
+
+export interface AfterCallInput {
+  result: CallResult;
+  /** The call was cancelled by POST …/abort (rather than by a lost lease). */
+  userAborted: boolean;
+  /** The view the call was built from. */
+  messages: WithParts[];
+  agent: Pick<AgentConfig, 'compaction'>;
+  flags: RuntimeFlags;
+  maxProviderRetries: number;
+}
+
+/**
+ * What the step does once its model call ended. A provider rejection (the third overflow check,
+ * docs/context.md §2) goes through the same loop guard as the pre-call estimate and comes back as
+ * decide()'s own `create-compaction` (marked `rejected`) or `fail`: one compaction decision for
+ * both paths.
+ */
+export function afterCall(input: AfterCallInput): AfterCallAction {
+  const { result } = input;
+  switch (result.type) {
+    case 'lost':
+      return input.userAborted ? { type: 'end-aborted-turn' } : { type: 'stop' };
+    case 'continue':
+      return { type: 'next' };
+    case 'retry':
+      return { type: 'retry', ...providerRetry(input.messages, result, input.maxProviderRetries) };
+    case 'failed':
+      return { type: 'fail', error: result.error };
+    case 'overflow': {
+      const verdict = compactionVerdict({
+        messages: input.messages,
+        compaction: input.agent.compaction,
+        flags: input.flags,
+        rejected: true,
+      });
+      return verdict.type === 'fail' ? verdict : { ...verdict, rejected: true };
+    }
+  }
 }

@@ -1,24 +1,18 @@
-import {
-  CONTINUE_TEXT,
-  type CompactionRange,
-  countCapped,
-  defaultTailBudget,
-  messageTokens,
-  projectAfterCompaction,
-  replayRequest,
-  selectTail,
-  type Tokenizer,
-  turnInProgress,
-  unansweredRequest,
-  type WithParts,
-} from '@loopline/core';
-import { type SessionContext, sessionRatio } from '../session-context.ts';
-
 // The two shapes a compaction can take (docs/context.md §5.2, §5.6): keep a verbatim tail and
 // summarise the head, or summarise everything. For each, what the summary input is, whether the
 // user's request must be replayed, and how large the next prompt will be before the summary is
-// known (`fixed`), so the ladder can tell whether a summary of a given size fits the trigger.
-// Pure arithmetic over the job's snapshot.
+// known (`fixed`), so the ladder (apps/worker/src/compaction/ladder.ts) can tell whether a summary
+// of a given size fits the trigger. Pure arithmetic over the compaction job's snapshot.
+
+import type { AgentConfig, CompactionConfig } from '../config.ts';
+import type { WithParts } from '../schema/message.ts';
+import { projectAfterCompaction, replayRequest } from './compaction.ts';
+import { type CompactionRange, unansweredRequest } from './compaction-range.ts';
+import { turnInProgress } from './control.ts';
+import type { ContextBudget } from './overflow.ts';
+import { CONTINUE_TEXT } from './placeholders.ts';
+import { defaultTailBudget, selectTail } from './tail.ts';
+import { countCapped, messageTokens, type Tokenizer } from './tokens.ts';
 
 export interface CompactionPlan {
   /** What the summary replaces, minus a request that is replayed verbatim afterwards. */
@@ -36,7 +30,7 @@ export interface CompactionPlan {
 export interface Plans {
   withTail: CompactionPlan | undefined;
   noTail: CompactionPlan;
-  /** Provider tokens per tiktoken token (the session's learned ratio, else the family prior). */
+  /** Provider tokens per tiktoken token (the session's learned ratio, else the family prior), with its margin. */
   ratio: number;
   trigger: number;
   /** A turn was being worked on when the compaction was requested: the loop must carry it on. */
@@ -45,13 +39,22 @@ export interface Plans {
   project(plan: CompactionPlan, summaryTokens: number): number;
 }
 
-export function planCompaction(ctx: SessionContext, range: CompactionRange, tokenizer: Tokenizer): Plans {
-  const { agent, budget } = ctx;
+export interface PlanInput {
+  agent: Pick<AgentConfig, 'resendsReasoning'> & {
+    compaction: Pick<CompactionConfig, 'tailTurns' | 'preserveRecentTokens'>;
+  };
+  budget: Pick<ContextBudget, 'usable' | 'trigger'>;
+  /** tiktoken count of the system blocks and tool definitions (RequestShape.overheadTokens). */
+  overheadTokens: number;
+  /** The session's learned ratio (carried across compactions), else the family prior, and its margin. */
+  ratio: { ratio: number; margin: number };
+}
+
+export function planCompaction(input: PlanInput, range: CompactionRange, tokenizer: Tokenizer): Plans {
+  const { agent, budget } = input;
   const c = agent.compaction;
-  // The session's learned ratio (carried across compactions), else the family prior, with its
-  // margin: every size the ladder checks is a bound, so each request it sends fits the window.
-  const learned = sessionRatio(ctx.session, agent);
-  const ratio = learned.ratio * (1 + learned.margin);
+  // With its margin: every size the ladder checks is a bound, so each request it sends fits the window.
+  const ratio = input.ratio.ratio * (1 + input.ratio.margin);
   const resendsReasoning = agent.resendsReasoning;
   let pendingTokens = 0;
   for (const m of range.pending) pendingTokens += messageTokens(m, resendsReasoning);
@@ -64,7 +67,7 @@ export function planCompaction(ctx: SessionContext, range: CompactionRange, toke
 
   const project = (plan: Pick<CompactionPlan, 'tail' | 'followUp'>, summaryTokens: number) =>
     projectAfterCompaction({
-      systemTokens: ctx.shape.overheadTokens,
+      systemTokens: input.overheadTokens,
       summaryTokens,
       tail: plan.tail,
       pending: pendingTokens + (plan.followUp ? countCapped(tokenizer, plan.followUp) : 0),
@@ -117,4 +120,41 @@ export function clipToTokens(text: string, maxTokens: number, tokenizer: Tokeniz
     chars = Math.floor(chars * 0.8);
   }
   return text.slice(0, Math.max(0, maxTokens));
+}
+
+/** The structural summary always gets at least this much room (tiktoken), even when nothing fits. */
+export const MIN_STRUCTURAL_TOKENS = 200;
+
+export type LlmRung = 'summary' | 'summary-no-tail';
+
+/**
+ * The LLM rungs of the ladder, in order: the summary with the tail, then without it. A plan whose
+ * fixed part alone reaches the trigger leaves no room for any summary and is dropped before paying
+ * for one (without a tail plan, the no-tail summary is the first rung and is called `summary`).
+ */
+export function llmRungs(plans: Pick<Plans, 'withTail' | 'noTail' | 'trigger'>): Array<{
+  plan: CompactionPlan;
+  rung: LlmRung;
+}> {
+  const { withTail, noTail, trigger } = plans;
+  const rungs: Array<{ plan: CompactionPlan; rung: LlmRung }> = [];
+  if (withTail && withTail.fixed < trigger) rungs.push({ plan: withTail, rung: 'summary' });
+  if (noTail.fixed < trigger) rungs.push({ plan: noTail, rung: withTail ? 'summary-no-tail' : 'summary' });
+  return rungs;
+}
+
+/**
+ * The structural rung's plan and its size cap (tiktoken): the verbatim tail is kept when the
+ * structural text still fits beside it with at least MIN_STRUCTURAL_TOKENS; otherwise everything
+ * is summarised, in the room left or MIN_STRUCTURAL_TOKENS, whichever is larger.
+ */
+export function structuralPlan(plans: Pick<Plans, 'withTail' | 'noTail' | 'trigger' | 'ratio'>): {
+  plan: CompactionPlan;
+  maxTokens: number;
+} {
+  const { withTail, noTail, trigger, ratio } = plans;
+  const room = (plan: CompactionPlan) => Math.floor((trigger - 1 - plan.fixed) / ratio);
+  if (withTail && room(withTail) >= MIN_STRUCTURAL_TOKENS)
+    return { plan: withTail, maxTokens: room(withTail) };
+  return { plan: noTail, maxTokens: Math.max(room(noTail), MIN_STRUCTURAL_TOKENS) };
 }
