@@ -117,6 +117,7 @@ create table messages (
   reverted boolean not null default false,
   created_at timestamp with time zone not null default now(),
   updated_at timestamp with time zone not null default now(),
+  rev bigint not null default 0,
   constraint messages_pkey PRIMARY KEY (id),
   constraint messages_role_check CHECK ((role = ANY (ARRAY['user'::text, 'assistant'::text]))),
   constraint messages_session_id_fkey FOREIGN KEY (session_id) REFERENCES sessions(id)
@@ -133,6 +134,7 @@ create table parts (
   tokens integer not null default 0,
   created_at timestamp with time zone not null default now(),
   updated_at timestamp with time zone not null default now(),
+  rev bigint not null default 0,
   constraint parts_message_id_fkey FOREIGN KEY (message_id) REFERENCES messages(id),
   constraint parts_pkey PRIMARY KEY (id)
 );
@@ -272,9 +274,11 @@ CREATE UNIQUE INDEX compactions_pkey ON public.compactions USING btree (id);
 CREATE INDEX compactions_session_idx ON public.compactions USING btree (session_id, started_at);
 CREATE UNIQUE INDEX idempotency_pk ON public.idempotency_keys USING btree (tenant_id, session_id, key);
 CREATE UNIQUE INDEX messages_pkey ON public.messages USING btree (id);
+CREATE INDEX messages_session_rev_idx ON public.messages USING btree (session_id, rev);
 CREATE UNIQUE INDEX messages_session_seq_idx ON public.messages USING btree (session_id, seq);
 CREATE INDEX parts_message_idx ON public.parts USING btree (message_id, seq);
 CREATE UNIQUE INDEX parts_pkey ON public.parts USING btree (id);
+CREATE INDEX parts_session_rev_idx ON public.parts USING btree (session_id, rev);
 CREATE INDEX sessions_active_updated_at_idx ON public.sessions USING btree (updated_at, id) WHERE (status = ANY (ARRAY['queued'::text, 'running'::text, 'compacting'::text]));
 CREATE INDEX sessions_parent_idx ON public.sessions USING btree (parent_session_id) WHERE (parent_session_id IS NOT NULL);
 CREATE UNIQUE INDEX sessions_pkey ON public.sessions USING btree (id);

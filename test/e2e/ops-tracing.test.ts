@@ -204,6 +204,19 @@ describe('tracing', () => {
     );
     // The title job writes the row too: let it finish first.
     await until('the title', async () => (await client.call('GET', `/v1/sessions/${id}`)).body.title);
+    // And the idle prune pass: a loop job of the session still pending (or active, just before
+    // BullMQ completes it) counts as work under way, and the reconciler would rightly not wake it.
+    await until('no loop job of the session left', async () => {
+      for (const kind of ['step', 'compact', 'prune'] as const) {
+        const ids = await stack.deps.queues[kind].getRanges(
+          ['active', 'wait', 'prioritized', 'delayed', 'waiting-children'],
+          0,
+          -1,
+        );
+        if (ids.some((jobId) => jobId.includes(id))) return false;
+      }
+      return true;
+    });
     // Its job was lost (a Redis restart): queued in PostgreSQL for an hour, no job, no lock.
     await stack.deps.db
       .updateTable('sessions')

@@ -13,6 +13,7 @@ import {
 import { tracingEnv } from '@loopline/telemetry';
 import { z } from 'zod';
 import { defaultFairness } from './fairness/options.ts';
+import { defaultSessionCache } from './session-cache.ts';
 import { defaultWorkerOptions } from './worker.ts';
 
 // The worker's whole environment, parsed once by main.ts (a bad value stops the process with a
@@ -129,6 +130,20 @@ export const webhookEnv = z.object({
   }),
 });
 
+/** The per-worker session cache (session-cache.ts). */
+export const sessionCacheEnv = z.object({
+  WORKER_SESSION_CACHE_SESSIONS: envInt(
+    defaultSessionCache.maxEntries,
+    'sessions whose log since the boundary a worker keeps in memory, read again only where it changed (0 = no cache: every job loads the log)',
+    { min: 0, max: 1_000_000 },
+  ),
+  WORKER_SESSION_CACHE_MB: envInt(
+    defaultSessionCache.maxBytes / (1024 * 1024),
+    'approximate memory cap of the session cache in MiB (least recently used sessions go first)',
+    { min: 1, max: 1_048_576 },
+  ),
+});
+
 export const workerMetricsEnv = z.object({
   WORKER_METRICS_PORT: envInt(0, "the worker's Prometheus listener port (`/metrics`, `/healthz`; 0 = off)", {
     min: 0,
@@ -155,6 +170,7 @@ export const workerEnv = z.object({
   ...fairnessEnv.shape,
   ...workerJobsEnv.shape,
   ...webhookEnv.shape,
+  ...sessionCacheEnv.shape,
   ...workerMetricsEnv.shape,
   ...tracingEnv.shape,
 });

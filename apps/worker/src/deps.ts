@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { WorkerEgress } from './egress.ts';
 import type { FairnessOptions } from './fairness/options.ts';
 import type { WorkerMetrics } from './metrics.ts';
+import type { SessionCache } from './session-cache.ts';
 
 /** Everything a processor touches, handed in (no module singletons). */
 export interface WorkerDeps {
@@ -59,4 +60,10 @@ export interface WorkerDeps {
    * turns it on unless LOOPLINE_DISABLE_TITLES. Tests with scripted models leave it off.
    */
   titles?: boolean;
+  /**
+   * The per-worker session cache (session-cache.ts): a session's log since its boundary, read
+   * again only where it changed. Absent → one of the default size per deps object; null → off
+   * (every job loads the log from PostgreSQL).
+   */
+  sessionCache?: SessionCache | null;
 }

@@ -12,6 +12,8 @@ import { createWorkerLogger } from './logger.ts';
 import { createWorkerMetrics } from './metrics.ts';
 import { startMetricsServer } from './metrics-server.ts';
 import { reconcileOptions, startReconciler } from './reconcile.ts';
+import { SessionCache } from './session-cache.ts';
+import { watch } from './session-context.ts';
 import { defaultWorkerOptions, startWorkers, stopWorkers } from './worker.ts';
 
 // The worker process: parses its environment once (config.ts: every variable, its default and
@@ -27,6 +29,7 @@ export function depsFromEnv(
     env.REDIS_CLUSTER_NODES.length > 0 ? { clusterNodes: env.REDIS_CLUSTER_NODES } : { url: env.REDIS_URL };
   const redis = createRedis(redisConfig, { maxRetriesPerRequest: null });
   const keys = keySpace(env.LOOPLINE_NAMESPACE);
+  const metrics = createWorkerMetrics({ tenantLabels: env.LOOPLINE_METRICS_TENANT_LABELS });
   return {
     db: createDb(env.DATABASE_URL, { max: env.DB_POOL_MAX }),
     redis,
@@ -60,8 +63,15 @@ export function depsFromEnv(
       tokenWindowMs: env.LOOPLINE_TOKEN_WINDOW_MS,
       batchPollMs: env.LOOPLINE_BATCH_POLL_MS,
     },
-    metrics: createWorkerMetrics({ tenantLabels: env.LOOPLINE_METRICS_TENANT_LABELS }),
+    metrics,
     titles: !env.LOOPLINE_DISABLE_TITLES,
+    sessionCache: watch(
+      { metrics },
+      new SessionCache({
+        maxEntries: env.WORKER_SESSION_CACHE_SESSIONS,
+        maxBytes: env.WORKER_SESSION_CACHE_MB * 1024 * 1024,
+      }),
+    ),
   };
 }
 

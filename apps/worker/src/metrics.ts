@@ -1,6 +1,7 @@
 import type { Usage } from '@loopline/core';
 import { DelayedError, RateLimitError, WaitingChildrenError, WaitingError } from 'bullmq';
-import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { CacheStats, MissReason } from './session-cache.ts';
 
 // The worker's Prometheus metrics: every metric object of the worker lives here, on a Registry
 // made per WorkerDeps (no module singletons: a test process runs several stacks). Processors
@@ -23,6 +24,8 @@ import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client
 //   loopline_lock_waits_total{queue}                      jobs delayed because the session was locked
 //   loopline_fence_rejections_total{queue,cause}          runs superseded (StaleFenceError, lock lost)
 //   loopline_titles_total{outcome}                        title jobs: generated, failed, skipped
+//   loopline_session_cache_lookups_total{result,reason}   session cache: hit, or miss and why
+//   loopline_session_cache_entries, …_bytes               sessions and approximate bytes it holds
 //   + prom-client's default process metrics (process_*, nodejs_*)
 
 /** What a model request was for. */
@@ -58,6 +61,10 @@ export interface WorkerMetrics {
   title(outcome: 'generated' | 'failed' | 'skipped'): void;
   /** An event webhook attempt (processors/webhook.ts). */
   webhookDelivery(outcome: 'delivered' | 'retried' | 'failed'): void;
+  /** A session cache lookup (session-cache.ts): a hit, or a miss and its reason. */
+  sessionCache(result: 'hit' | 'miss', reason?: MissReason): void;
+  /** The session cache whose size the gauges report (read at scrape time). */
+  watchSessionCache(stats: CacheStats): void;
 }
 
 export interface WorkerMetricsOptions {
@@ -217,6 +224,30 @@ export function createWorkerMetrics(opts: WorkerMetricsOptions = {}): WorkerMetr
     registers,
   });
 
+  const cacheLookups = new Counter({
+    name: 'loopline_session_cache_lookups_total',
+    help: 'Session cache lookups by result (hit, miss) and miss reason (absent, boundary, changed, oversize)',
+    labelNames: ['result', 'reason'] as const,
+    registers,
+  });
+  let cacheStats: CacheStats | undefined;
+  new Gauge({
+    name: 'loopline_session_cache_entries',
+    help: 'Sessions whose log the worker keeps in its session cache',
+    registers,
+    collect() {
+      this.set(cacheStats?.entries ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'loopline_session_cache_bytes',
+    help: 'Approximate bytes of the logs in the session cache',
+    registers,
+    collect() {
+      this.set(cacheStats?.bytes ?? 0);
+    },
+  });
+
   // Jobs a lease runner marked superseded (it returns normally, so the wrapper cannot tell).
   const supersededJobs = new WeakSet<object>();
 
@@ -272,6 +303,12 @@ export function createWorkerMetrics(opts: WorkerMetricsOptions = {}): WorkerMetr
     },
     webhookDelivery(outcome) {
       webhookDeliveries.inc({ outcome });
+    },
+    sessionCache(result, reason) {
+      cacheLookups.inc({ result, reason: reason ?? '' });
+    },
+    watchSessionCache(stats) {
+      cacheStats = stats;
     },
   };
 }

@@ -1,8 +1,7 @@
 import { LooplineError } from '@loopline/core';
 import { getAgentCredential } from '@loopline/db';
 import { agentCredentialAad } from '@loopline/egress';
-import { builtinProviders, createModel, type Provider, parseModelRef } from '@loopline/llm';
-import type { LanguageModel } from 'ai';
+import { builtinProviders, createModel, type Model, type Provider, parseModelRef } from '@loopline/llm';
 import type { WorkerDeps } from './deps.ts';
 import { egressOf } from './egress.ts';
 
@@ -33,7 +32,7 @@ export async function modelFor(
   ctx: { tenantId: string; agentName: string },
   agent: { baseURL?: string | undefined },
   modelRef: string,
-): Promise<LanguageModel> {
+): Promise<Model> {
   if (agent.baseURL) {
     const apiKey = await tenantCredential(deps, ctx, agent.baseURL);
     return createModel(modelRef, {

@@ -17,12 +17,15 @@ import {
 import { getSession, latestCompletedCompaction, loadHistory, type SessionInfo } from '@loopline/db';
 import { agentLimits, capabilitiesFor, tokenizerFamily } from '@loopline/llm';
 import type { WorkerDeps } from './deps.ts';
+import { defaultSessionCache, SessionCache, type ViewFacts } from './session-cache.ts';
 import { type RequestShape, requestShape } from './step/request.ts';
 
 // What every session job reads before deciding: the session row, its log from the boundary
 // pointer on (O(messages since the boundary)), the model view, the agent with its limits
 // resolved, the request's fixed overhead and the next-prompt estimate. Read-only; the step,
-// prune, compaction and background jobs all measure with these same numbers.
+// prune, compaction and background jobs all measure with these same numbers. The log and its
+// filterCompacted view come from the worker's session cache (session-cache.ts): what changed
+// since this worker last read the session, else a fresh load; both give the same context.
 
 export type ResolvedAgent = AgentConfig & { limits: ModelLimits; caps: ResolvedCapabilities };
 
@@ -71,22 +74,38 @@ export async function loadContext(
 ): Promise<SessionContext | undefined> {
   const session = known ?? (await getSession(deps.db, tenantId, sessionId));
   if (!session) return undefined;
-  const history = await loadHistory(deps.db, tenantId, sessionId, { fromSeq: session.boundarySeq });
-  return contextOf(deps, session, history);
+  const cache = sessionCacheOf(deps);
+  if (!cache) {
+    const history = await loadHistory(deps.db, tenantId, sessionId, { fromSeq: session.boundarySeq });
+    return contextOf(deps, session, history);
+  }
+  const cached = await cache.history(deps, tenantId, sessionId, session.boundarySeq);
+  if (!cached) return undefined;
+  return contextOf(deps, session, cached.history, cached.compacted, cached.facts);
 }
 
-/** The context of an already loaded session and log (after the caller changed the log). */
+/**
+ * The context of an already loaded session and log (after the caller changed the log).
+ * `compacted`: filterCompacted(history) when the caller has it, with its facts (the cache keeps
+ * both, so a step does not walk the whole view to find them).
+ */
 export async function contextOf(
   deps: WorkerDeps,
   session: SessionInfo,
   history: WithParts[],
+  compacted: WithParts[] = filterCompacted(history),
+  facts?: ViewFacts,
 ): Promise<SessionContext> {
   const agent = resolveAgent(session.agent);
-  // midRunMessages "queue": mid-run messages wait for the end of the turn (core queueView).
-  const view =
-    agent.midRunMessages === 'queue' ? queueView(filterCompacted(history)).view : filterCompacted(history);
-  const shape = await requestShape(deps, session, view);
-  const prompt = estimateOf(view, agent, session, shape.overheadTokens);
+  // midRunMessages "queue": mid-run messages wait for the end of the turn (core queueView), which
+  // moves messages: the facts of `compacted` are not the view's.
+  const queued = agent.midRunMessages === 'queue';
+  const view = queued ? queueView(compacted).view : compacted;
+  const known = queued ? undefined : facts;
+  const shape = await requestShape(deps, session, view, known?.readable);
+  const prompt = known
+    ? estimateWith(view, known, agent, session, shape.overheadTokens)
+    : estimateOf(view, agent, session, shape.overheadTokens);
   return {
     session,
     history,
@@ -118,6 +137,37 @@ export function estimateOf(
   });
 }
 
+/**
+ * estimateOf with the view's facts known: the same estimate (estimatePrompt sums over messages,
+ * and an anchored one reads only the messages from the anchor on and the older ones holding a
+ * pruned output), without walking the whole view.
+ */
+function estimateWith(
+  view: WithParts[],
+  facts: ViewFacts,
+  agent: AgentConfig,
+  session: Pick<SessionInfo, 'tokenRatio' | 'tokenRatioWeight'>,
+  overhead: number,
+): PromptEstimate {
+  const { anchor } = facts;
+  if (!anchor) return estimateOf(view, agent, session, overhead);
+  const { ratio, margin } = sessionRatio(session, agent);
+  // Newer than every summary of the view, so everything from it on is the view's seq-ordered end.
+  const recent: WithParts[] = [];
+  for (let i = view.length - 1; i >= 0 && view[i]!.info.seq >= anchor.messageSeq; i--) recent.push(view[i]!);
+  const older = facts.pruned.filter((m) => m.info.seq < anchor.messageSeq);
+  return estimatePrompt({
+    anchor,
+    messages: [...older, ...recent.reverse()],
+    ratio,
+    margin,
+    framing: MESSAGE_FRAMING_TOKENS,
+    resendsReasoning: agent.resendsReasoning,
+    model: agent.model,
+    overhead,
+  });
+}
+
 /** The growth guard's reference: what the newest completed compaction left (provider scale). */
 export async function lastCompactionTokensAfter(
   deps: WorkerDeps,
@@ -126,4 +176,31 @@ export async function lastCompactionTokensAfter(
 ): Promise<number | undefined> {
   const last = await latestCompletedCompaction(deps.db, tenantId, sessionId);
   return last?.tokensAfter ?? undefined;
+}
+
+const caches = new WeakMap<WorkerDeps, SessionCache>();
+
+/**
+ * The worker's session cache: `deps.sessionCache` (main.ts sizes it from WORKER_SESSION_CACHE_*),
+ * else one with the default size per deps object; `null` turns it off.
+ */
+export function sessionCacheOf(deps: WorkerDeps): SessionCache | undefined {
+  if (deps.sessionCache === null) return undefined;
+  if (deps.sessionCache) return deps.sessionCache.enabled ? deps.sessionCache : undefined;
+  let cache = caches.get(deps);
+  if (!cache) {
+    cache = new SessionCache(defaultSessionCache);
+    watch(deps, cache);
+    caches.set(deps, cache);
+  }
+  return cache;
+}
+
+/** Reports a cache's lookups and size through the worker's metrics. */
+export function watch(deps: Pick<WorkerDeps, 'metrics'>, cache: SessionCache): SessionCache {
+  const metrics = deps.metrics;
+  if (!metrics) return cache;
+  cache.onLookup = (result, reason) => metrics.sessionCache(result, reason);
+  metrics.watchSessionCache(cache.stats);
+  return cache;
 }

@@ -65,6 +65,13 @@ export {
   updatePartsCte,
 } from './repo/fenced-statement.ts';
 export { type LoadHistoryOptions, loadHistory } from './repo/history.ts';
+export {
+  type HistoryChanges,
+  type HistorySnapshot,
+  historyChangesSince,
+  loadHistorySnapshot,
+  type PartChange,
+} from './repo/history-revision.ts';
 export { findIdempotentResponse, saveIdempotentResponse } from './repo/idempotency.ts';
 export { type LateToolResultInput, writeLateToolResult } from './repo/late-result.ts';
 export type {

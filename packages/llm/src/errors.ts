@@ -4,7 +4,7 @@
 // are core's `classifyProviderError`. Callers branch on `kind`, never on message text.
 
 import { classifyProviderError, isUnsupportedText } from '@loopline/core';
-import { APICallError, RetryError, StreamProviderError, TypeValidationError } from 'ai';
+import { AISDKError, APICallError, RetryError, StreamProviderError, TypeValidationError } from 'ai';
 import { z } from 'zod';
 
 export const ClassifiedError = z.object({
@@ -178,8 +178,83 @@ const messageOf = (error: unknown): string =>
       ? error.message
       : String(error);
 
+const PROVIDER_STREAM_ERROR = Symbol.for('vercel.ai.providerStreamError');
+
+const httpStatus = (v: unknown): number | undefined => {
+  const n = typeof v === 'string' && /^\d{3}$/.test(v) ? Number(v) : v;
+  return typeof n === 'number' && Number.isInteger(n) && n >= 400 && n <= 599 ? n : undefined;
+};
+
 /**
- * Classifies anything a `streamText` call can throw or emit as an `error` part.
+ * An `error` part's payload as streamText handed it on: a well-formed provider error object
+ * (`{message, type, code, status…}`, possibly under `error` or `response.error`) becomes a
+ * StreamProviderError with its status (explicit, or "overloaded" → 503, "internal server error" →
+ * 500); Error instances and anything else stay as they are. The AI SDK's
+ * normalizeStreamProviderError, which is not exported.
+ */
+export function normaliseStreamError(error: unknown): unknown {
+  if (
+    error instanceof Error ||
+    Object.prototype.toString.call(error) === '[object Error]' ||
+    AISDKError.isInstance(error) ||
+    StreamProviderError.isInstance(error) ||
+    !isRec(error)
+  )
+    return error;
+  const marked = (error as Record<symbol, unknown>)[PROVIDER_STREAM_ERROR] === true;
+  const response = isRec(error.response) ? error.response : undefined;
+  const details = marked
+    ? error
+    : ((isRec(response?.error) ? response.error : undefined) ?? (isRec(error.error) ? error.error : error));
+  if (typeof details.message !== 'string') return error;
+  const strOrNum = (v: unknown) => (typeof v === 'string' || typeof v === 'number' ? v : undefined);
+  const explicit =
+    httpStatus(details.statusCode) ??
+    httpStatus(error.statusCode) ??
+    httpStatus(details.status_code) ??
+    httpStatus(error.status_code) ??
+    httpStatus(details.status) ??
+    httpStatus(error.status) ??
+    httpStatus(details.code) ??
+    httpStatus(error.code);
+  const said = details.message.trim().toLowerCase();
+  const inferred =
+    said === 'overloaded' ||
+    said === 'overloaded error' ||
+    said === 'model overloaded' ||
+    said === 'service unavailable'
+      ? 503
+      : said === 'internal server error'
+        ? 500
+        : undefined;
+  const statusCode = explicit ?? inferred;
+  const flag = (v: unknown) => (typeof v === 'boolean' ? v : undefined);
+  const retryable =
+    flag(details.isRetryable) ??
+    flag(error.isRetryable) ??
+    flag(details.is_retryable) ??
+    flag(error.is_retryable);
+  return new StreamProviderError({
+    message: details.message,
+    type:
+      typeof details.type === 'string'
+        ? details.type
+        : typeof error.type === 'string'
+          ? error.type
+          : undefined,
+    code: strOrNum(details.code) ?? strOrNum(error.code),
+    statusCode,
+    isRetryable:
+      retryable ??
+      (inferred !== undefined ||
+        (statusCode !== undefined &&
+          (statusCode === 408 || statusCode === 409 || statusCode === 429 || statusCode >= 500))),
+    data: marked ? error.data : error,
+  });
+}
+
+/**
+ * Classifies anything a model call can throw or emit as an `error` part.
  * Pass the call's abort signal: once it fired, every error is an abort.
  */
 export function classifyError(error: unknown, signal?: AbortSignal): ClassifiedError {

@@ -1,7 +1,13 @@
-// @loopline/llm — AI SDK wiring: model refs → models, one streamed step → LlmEvents,
+// @loopline/llm — AI SDK wiring: model refs → models, one streamed step (the provider's doStream) → LlmEvents,
 // provider error classification, tiktoken counts and the model limit catalog.
 
-export { ClassifiedError, classifyError, type ErrorKind, retryAfterMs } from './errors.ts';
+export {
+  ClassifiedError,
+  classifyError,
+  type ErrorKind,
+  normaliseStreamError,
+  retryAfterMs,
+} from './errors.ts';
 export type { LlmEvent, LlmEventType } from './events.ts';
 export { enableModelTracing } from './model-tracing.ts';
 export {
@@ -18,6 +24,15 @@ export {
 } from './models.ts';
 export { StepNormaliser } from './normalise.ts';
 export {
+  type Model,
+  type PromptMessage,
+  type ProviderPrompt,
+  type StreamPart,
+  type ToolSpec,
+  toProviderPrompt,
+  toProviderTools,
+} from './prompt.ts';
+export {
   createModel,
   type ModelOptions,
   type ModelRefProvider,
@@ -33,7 +48,7 @@ export {
   providerProblem,
   providersFromEnv,
 } from './providers.ts';
-export { type StepRequest, streamStep, type ToolSpec, toolSet } from './stream.ts';
+export { type StepRequest, streamStep } from './stream.ts';
 export {
   createTokenizer,
   type EncodingName,

@@ -1,17 +1,19 @@
-// AI SDK stream parts → LlmEvents for one step. Drops empty text/reasoning blocks, turns
-// invalid or unknown tool calls into `tool-call-invalid` (with the raw argument text), and
-// ends at the first finish, error or abort. Stateful per call; never performs I/O.
+// Provider stream parts (LanguageModelV4, what `doStream` yields) → LlmEvents for one step. Drops
+// empty text/reasoning blocks, parses tool-call arguments (unknown tools and unparsable or
+// non-object arguments become `tool-call-invalid`, with the raw argument text and the same error
+// text the SDK gave), and ends at the first finish, error or abort. Stateful per call; no I/O.
 
 import { FinishReason, usageFromSdk } from '@loopline/core';
-import { type LanguageModelUsage, NoSuchToolError, type TextStreamPart, type ToolSet } from 'ai';
-import { classifyError } from './errors.ts';
+import { InvalidToolInputError, JSONParseError, NoSuchToolError } from 'ai';
+import { classifyError, normaliseStreamError } from './errors.ts';
 import type { LlmEvent } from './events.ts';
+import type { StreamPart } from './prompt.ts';
+
+type Finish = Extract<StreamPart, { type: 'finish' }>;
+type ProviderUsage = Finish['usage'];
 
 // Core's FinishReason is the one list; a reason the SDK adds later reads as `other`.
 const FINISH_REASONS: ReadonlySet<string> = new Set(FinishReason.options);
-
-const errorText = (e: unknown): string =>
-  e instanceof Error ? e.message : typeof e === 'string' ? e : JSON.stringify(e);
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -26,13 +28,12 @@ class Blocks {
 
   delta(id: string, text: string): LlmEvent[] {
     if (text === '') return [];
-    const out: LlmEvent[] = [];
-    if (!this.open.has(id)) {
-      this.open.add(id);
-      out.push({ type: `${this.kind}-start`, id });
-    }
-    out.push({ type: `${this.kind}-delta`, id, text });
-    return out;
+    if (this.open.has(id)) return [{ type: `${this.kind}-delta`, id, text }];
+    this.open.add(id);
+    return [
+      { type: `${this.kind}-start`, id },
+      { type: `${this.kind}-delta`, id, text },
+    ];
   }
 
   end(id: string): LlmEvent[] {
@@ -41,97 +42,130 @@ class Blocks {
   }
 }
 
+/** The provider's usage in the SDK's LanguageModelUsage shape (core's usageFromSdk reads it). */
+function sdkUsage(u: ProviderUsage) {
+  const input = u.inputTokens.total;
+  const output = u.outputTokens.total;
+  return {
+    inputTokens: input,
+    inputTokenDetails: {
+      noCacheTokens: u.inputTokens.noCache,
+      cacheReadTokens: u.inputTokens.cacheRead,
+      cacheWriteTokens: u.inputTokens.cacheWrite,
+    },
+    outputTokens: output,
+    outputTokenDetails: { textTokens: u.outputTokens.text, reasoningTokens: u.outputTokens.reasoning },
+    totalTokens: input === undefined && output === undefined ? undefined : (input ?? 0) + (output ?? 0),
+  };
+}
+
+/**
+ * JSON.parse that refuses `__proto__` keys and `constructor.prototype`, as the SDK's
+ * secure-json-parse does: arguments come from the model and end up spread into objects.
+ */
+function parseArguments(text: string): unknown {
+  const value: unknown = JSON.parse(text);
+  if (text.includes('__proto__') || text.includes('constructor')) forbidPrototypeKeys(value);
+  return value;
+}
+
+function forbidPrototypeKeys(value: unknown): void {
+  if (typeof value !== 'object' || value === null) return;
+  if (Array.isArray(value)) {
+    for (const v of value) forbidPrototypeKeys(v);
+    return;
+  }
+  const rec = value as Record<string, unknown>;
+  if (Object.hasOwn(rec, '__proto__')) throw new SyntaxError('Object contains forbidden prototype property');
+  if (
+    Object.hasOwn(rec, 'constructor') &&
+    typeof rec.constructor === 'object' &&
+    rec.constructor !== null &&
+    Object.hasOwn(rec.constructor, 'prototype')
+  )
+    throw new SyntaxError('Object contains forbidden prototype property');
+  for (const v of Object.values(rec)) forbidPrototypeKeys(v);
+}
+
 export class StepNormaliser {
   ended = false;
   private text = new Blocks('text');
   private reasoning = new Blocks('reasoning');
-  private rawInput = new Map<string, string>();
-  private invalid = new Set<string>();
-  private step: { finish?: FinishReason; usage?: LanguageModelUsage; responseId?: string; modelId?: string } =
-    {};
+  responseId: string | undefined;
+  modelId: string | undefined;
+  /** Usage of the finish part, once seen (the span reads it). */
+  usage: ProviderUsage | undefined;
+  finishReason: string | undefined;
 
+  private readonly tools: ReadonlySet<string>;
   private readonly signal: AbortSignal | undefined;
-  constructor(signal?: AbortSignal) {
+  /** `tools`: the names sent with the request; a call to any other is invalid. */
+  constructor(signal?: AbortSignal, tools: Iterable<string> = []) {
     this.signal = signal;
+    this.tools = new Set(tools);
   }
 
-  push(part: TextStreamPart<ToolSet>): LlmEvent[] {
+  push(part: StreamPart): LlmEvent[] {
     if (this.ended) return [];
     switch (part.type) {
       case 'text-delta':
-        return this.text.delta(part.id, part.text);
+        return this.text.delta(part.id, part.delta);
       case 'text-end':
         return this.text.end(part.id);
       case 'reasoning-delta':
-        return this.reasoning.delta(part.id, part.text);
+        return this.reasoning.delta(part.id, part.delta);
       case 'reasoning-end':
         return this.reasoning.end(part.id);
-      case 'tool-input-start':
-        this.rawInput.set(part.id, '');
-        return [];
-      case 'tool-input-delta':
-        this.rawInput.set(part.id, (this.rawInput.get(part.id) ?? '') + part.delta);
-        return [];
       case 'tool-call':
-        return this.toolCall(part);
-      case 'tool-error':
-        // Invalid calls are reported once, from their tool-call part.
-        if (this.invalid.has(part.toolCallId)) return [];
-        this.invalid.add(part.toolCallId);
-        return [this.invalidCall(part.toolCallId, part.toolName, part.input, part.error)];
-      case 'finish-step':
-        this.step = {
-          finish: part.finishReason,
-          usage: part.usage,
-          responseId: part.response.id,
-          modelId: part.response.modelId,
-        };
+        return [this.toolCall(part.toolCallId, part.toolName, part.input)];
+      case 'response-metadata':
+        this.responseId = part.id ?? this.responseId;
+        this.modelId = part.modelId ?? this.modelId;
         return [];
       case 'finish':
-        return this.finish(part.finishReason, part.totalUsage);
+        return this.finish(part);
       case 'error':
         this.ended = true;
-        return [{ type: 'error', error: classifyError(part.error, this.signal) }];
-      case 'abort':
-        this.ended = true;
-        return [
-          { type: 'error', error: { ...classifyError(this.signal?.reason ?? part.reason), kind: 'aborted' } },
-        ];
+        return [{ type: 'error', error: classifyError(normaliseStreamError(part.error), this.signal) }];
       default:
         return [];
     }
   }
 
-  private toolCall(part: Extract<TextStreamPart<ToolSet>, { type: 'tool-call' }>): LlmEvent[] {
-    if (part.invalid) {
-      this.invalid.add(part.toolCallId);
-      return [this.invalidCall(part.toolCallId, part.toolName, part.input, part.error)];
-    }
-    if (!isPlainObject(part.input)) {
-      this.invalid.add(part.toolCallId);
-      return [
-        this.invalidCall(part.toolCallId, part.toolName, part.input, 'tool input must be a JSON object'),
-      ];
-    }
-    return [{ type: 'tool-call', callId: part.toolCallId, toolName: part.toolName, input: part.input }];
-  }
-
-  private invalidCall(callId: string, toolName: string, input: unknown, error: unknown): LlmEvent {
-    const raw =
-      this.rawInput.get(callId) ?? (typeof input === 'string' ? input : (JSON.stringify(input) ?? ''));
-    return {
+  private toolCall(callId: string, toolName: string, raw: string): LlmEvent {
+    const invalid = (error: Error, reason: 'unknown-tool' | 'invalid-input'): LlmEvent => ({
       type: 'tool-call-invalid',
       callId,
       toolName,
       raw,
-      error: errorText(error),
-      reason: NoSuchToolError.isInstance(error) ? 'unknown-tool' : 'invalid-input',
-    };
+      error: error.message,
+      reason,
+    });
+    if (!this.tools.has(toolName)) {
+      const available = this.tools.size > 0 ? [...this.tools] : undefined;
+      return invalid(new NoSuchToolError({ toolName, availableTools: available }), 'unknown-tool');
+    }
+    let input: unknown;
+    try {
+      // Many models send an empty string for a call without arguments.
+      input = raw.trim() === '' ? {} : parseArguments(raw);
+    } catch (cause) {
+      const error = new InvalidToolInputError({
+        toolName,
+        toolInput: raw,
+        cause: new JSONParseError({ text: raw, cause }),
+      });
+      return invalid(error, 'invalid-input');
+    }
+    if (!isPlainObject(input)) return invalid(new Error('tool input must be a JSON object'), 'invalid-input');
+    return { type: 'tool-call', callId, toolName, input };
   }
 
-  private finish(reason: FinishReason, total: LanguageModelUsage): LlmEvent[] {
+  private finish(part: Finish): LlmEvent[] {
     this.ended = true;
-    const finish = this.step.finish ?? reason;
+    this.usage = part.usage;
+    const finish = part.finishReason.unified;
+    this.finishReason = finish;
     // A server that ends a stream with finish_reason "error" and no error payload: nothing was
     // finished, so it is an error (transient: nothing says the request itself was wrong).
     if (finish === 'error') {
@@ -149,9 +183,9 @@ export class StepNormaliser {
       {
         type: 'finish',
         finish: FINISH_REASONS.has(finish) ? finish : 'other',
-        usage: usageFromSdk(this.step.usage ?? total),
-        ...(this.step.responseId ? { responseId: this.step.responseId } : {}),
-        ...(this.step.modelId ? { modelId: this.step.modelId } : {}),
+        usage: usageFromSdk(sdkUsage(part.usage)),
+        ...(this.responseId ? { responseId: this.responseId } : {}),
+        ...(this.modelId ? { modelId: this.modelId } : {}),
       },
     ];
   }

@@ -4,7 +4,8 @@
 
 import { createOpenAI } from '@ai-sdk/openai';
 import { LooplineError, MODEL_REF_PATTERN } from '@loopline/core';
-import { defaultSettingsMiddleware, type LanguageModel, wrapLanguageModel } from 'ai';
+import { defaultSettingsMiddleware, wrapLanguageModel } from 'ai';
+import type { Model } from './prompt.ts';
 
 export interface ModelOptions {
   apiKey?: string | undefined;
@@ -36,9 +37,9 @@ export function parseModelRef(modelRef: string): { provider: ModelRefProvider; i
 // ref, key, base URL and headers is reused across steps instead of building the provider (and its
 // settings middleware) on every step. Bounded: a process sees a handful of model configurations.
 const MODEL_CACHE_MAX = 256;
-const modelCache = new Map<string, LanguageModel>();
+const modelCache = new Map<string, Model>();
 
-export function createModel(modelRef: string, opts: ModelOptions = {}): LanguageModel {
+export function createModel(modelRef: string, opts: ModelOptions = {}): Model {
   if (opts.fetch) return buildModel(modelRef, opts);
   const key = JSON.stringify([
     modelRef,
@@ -55,7 +56,7 @@ export function createModel(modelRef: string, opts: ModelOptions = {}): Language
   return model;
 }
 
-function buildModel(modelRef: string, opts: ModelOptions): LanguageModel {
+function buildModel(modelRef: string, opts: ModelOptions): Model {
   const { provider, id } = parseModelRef(modelRef);
   const api = opts.api ?? (provider === 'openai' ? 'responses' : 'chat');
   const fetch = opts.fetch ? { fetch: opts.fetch } : {};

@@ -1,99 +1,123 @@
-// streamStep: one model call (one loop step) as an async iterable of LlmEvents, on top of
-// streamText. Tools are declared without `execute` (the worker runs them), retries are off
-// (the queue retries), and provider failures become an `error` event: it never throws.
+// streamStep: one model call (one loop step) as an async iterable of LlmEvents, straight through
+// the provider interface: the model's `doStream` (LanguageModelV4, what @ai-sdk/openai implements)
+// with the prompt in the provider's format (prompt.ts), no streamText wrapper around it. Tools are
+// declared without `execute` (the worker runs them), there are no retries (the queue retries), and
+// provider failures become an `error` event: it never throws. An abort cancels the stream at once.
 
-import { type ModelMessage as CoreModelMessage, shapeForTemplate } from '@loopline/core';
-import type { JSONSchema7, LanguageModel, ModelMessage, SystemModelMessage } from 'ai';
-import { jsonSchema, streamText, type ToolSet, tool } from 'ai';
-import { classifyError } from './errors.ts';
+import { shapeForTemplate } from '@loopline/core';
+import { InvalidArgumentError } from 'ai';
+import { type ClassifiedError, classifyError } from './errors.ts';
 import type { LlmEvent } from './events.ts';
+import { endModelSpan, startModelSpan } from './model-tracing.ts';
 import { StepNormaliser } from './normalise.ts';
-
-export interface ToolSpec {
-  name: string;
-  description?: string;
-  /** JSON Schema of the input; must be an object schema. */
-  inputSchema: Record<string, unknown>;
-}
-
-type ProviderOptions = NonNullable<Parameters<typeof streamText>[0]['providerOptions']>;
+import {
+  type CallOptions,
+  type Model,
+  type PromptMessage,
+  type StreamPart,
+  type ToolSpec,
+  toProviderPrompt,
+  toProviderTools,
+} from './prompt.ts';
 
 export interface StepRequest {
-  model: LanguageModel;
+  model: Model;
   /** System blocks: the first is the stable, cache-friendly one. Empty blocks are dropped. */
   system: string[];
-  messages: ModelMessage[];
+  messages: PromptMessage[];
   tools: ToolSpec[];
   toolChoice?: 'auto' | 'none';
   maxOutputTokens?: number;
   temperature?: number;
   abortSignal?: AbortSignal;
-  providerOptions?: ProviderOptions;
+  providerOptions?: CallOptions['providerOptions'];
   /** Names the call in traces (`step`, `summary`, `title`); see model-tracing.ts. */
   purpose?: string;
   /** What the server's chat template accepts (capabilities): role alternation, a system role. */
   template?: { strictAlternation?: boolean; systemRole?: boolean };
 }
 
-function instructions(blocks: string[]): string | SystemModelMessage[] | undefined {
-  const kept = blocks.filter((b) => b.trim() !== '');
-  if (kept.length === 0) return undefined;
-  if (kept.length === 1) return kept[0];
-  return kept.map((content) => ({ role: 'system', content }));
-}
-
-export function toolSet(tools: ToolSpec[]): ToolSet | undefined {
-  if (tools.length === 0) return undefined;
-  const set: ToolSet = {};
-  for (const t of tools) {
-    // The schema comes from validated agent config (core's JsonSchemaObject); arguments are JSON-parsed
-    // by the SDK but not validated against it: the worker validates before running the tool.
-    set[t.name] = tool({
-      description: t.description,
-      inputSchema: jsonSchema<Record<string, unknown>>(t.inputSchema as JSONSchema7),
-    });
-  }
-  return set;
-}
-
 export async function* streamStep(req: StepRequest): AsyncGenerator<LlmEvent, void, undefined> {
   const signal = req.abortSignal;
-  const normaliser = new StepNormaliser(signal);
+  const normaliser = new StepNormaliser(
+    signal,
+    req.tools.map((t) => t.name),
+  );
+  const span = startModelSpan(req.model, req);
+  let failure: ClassifiedError | undefined;
+  let reader: ReadableStreamDefaultReader<StreamPart> | undefined;
+  let drained = false;
+  // The fetch has the signal too; cancelling the reader also ends a read that is waiting on a
+  // server that stopped sending, whatever the fetch does with the signal.
+  const onAbort = () => {
+    reader?.cancel(signal?.reason).catch(() => undefined);
+  };
   try {
     signal?.throwIfAborted();
-    const tools = toolSet(req.tools);
+    // What streamText checked before the call: an output limit below one token is a bug of the
+    // caller (terminal), not something to send and have refused as a bare 400.
+    const max = req.maxOutputTokens;
+    if (max !== undefined && (!Number.isInteger(max) || max < 1))
+      throw new InvalidArgumentError({
+        parameter: 'maxOutputTokens',
+        value: max,
+        message: 'maxOutputTokens must be an integer >= 1',
+      });
     // Strict templates: same-role runs merged, system text folded into the first user message.
     const shaped = req.template
-      ? shapeForTemplate(req.system, req.messages as CoreModelMessage[], req.template)
+      ? shapeForTemplate(req.system, req.messages as Parameters<typeof shapeForTemplate>[1], req.template)
       : { system: req.system, messages: req.messages };
-    const result = streamText({
-      model: req.model,
-      instructions: instructions(shaped.system),
-      messages: shaped.messages as ModelMessage[],
-      tools,
-      toolChoice: tools ? (req.toolChoice ?? 'auto') : undefined,
-      maxOutputTokens: req.maxOutputTokens,
-      temperature: req.temperature,
-      abortSignal: signal,
-      providerOptions: req.providerOptions,
-      maxRetries: 0,
-      // Spans only when model tracing is on (model-tracing.ts), and never with the prompt or the
-      // answer in them: usage, model, timings.
-      telemetry: { functionId: req.purpose ?? 'step', recordInputs: false, recordOutputs: false },
-      // Errors arrive as `error` parts; the default handler would print them to the console.
-      onError: () => {},
+    const tools = toProviderTools(req.tools);
+    const { stream } = await req.model.doStream({
+      prompt: toProviderPrompt(shaped.system, shaped.messages),
+      ...(tools ? { tools, toolChoice: { type: req.toolChoice ?? 'auto' } } : {}),
+      ...(req.maxOutputTokens !== undefined ? { maxOutputTokens: req.maxOutputTokens } : {}),
+      ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
+      ...(req.providerOptions ? { providerOptions: req.providerOptions } : {}),
+      ...(signal ? { abortSignal: signal } : {}),
     });
-    for await (const part of result.stream) {
-      yield* normaliser.push(part);
-      if (normaliser.ended) return;
+    reader = stream.getReader();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal?.aborted) onAbort();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) {
+        drained = true;
+        break;
+      }
+      for (const ev of normaliser.push(value)) {
+        if (ev.type === 'error') failure = ev.error;
+        yield ev;
+      }
+      // After the finish the rest of the stream is read to its end (the connection goes back to
+      // the pool); after an error it is cancelled.
+      if (failure) break;
+    }
+    if (!normaliser.ended) {
+      normaliser.ended = true;
+      failure = signal?.aborted
+        ? classifyError(signal.reason, signal)
+        : { kind: 'retryable', message: 'model stream ended without a finish' };
+      yield { type: 'error', error: failure };
     }
   } catch (error) {
-    if (!normaliser.ended) yield { type: 'error', error: classifyError(error, signal) };
-    return;
-  }
-  if (!normaliser.ended) {
-    yield signal?.aborted
-      ? { type: 'error', error: classifyError(signal.reason, signal) }
-      : { type: 'error', error: { kind: 'retryable', message: 'model stream ended without a finish' } };
+    if (!normaliser.ended) {
+      normaliser.ended = true;
+      failure = classifyError(error, signal);
+      yield { type: 'error', error: failure };
+    }
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+    if (reader && !drained) reader.cancel().catch(() => undefined);
+    endModelSpan(span, {
+      finishReason: normaliser.finishReason,
+      responseId: normaliser.responseId,
+      responseModel: normaliser.modelId,
+      usage: normaliser.usage,
+      // A consumer that stopped reading before the end: the call did not complete.
+      error:
+        failure ??
+        (normaliser.ended ? undefined : { kind: 'aborted', message: 'the caller stopped reading' }),
+    });
   }
 }

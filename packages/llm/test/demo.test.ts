@@ -1,9 +1,8 @@
 // The shipped demo scenario, played through streamStep like the worker would: three turns.
 
 import { bundledScenarioPath, loadScenario, type MockLlm, startMockLlm } from '@loopline/mock-llm';
-import type { ModelMessage } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createModel, type LlmEvent, streamStep, type ToolSpec } from '../src/index.ts';
+import { createModel, type LlmEvent, type PromptMessage, streamStep, type ToolSpec } from '../src/index.ts';
 
 const tools: ToolSpec[] = [
   {
@@ -28,7 +27,7 @@ afterAll(async () => {
 
 /** Runs steps until the model stops asking for tools; returns the final text and the step count. */
 async function turn(
-  history: ModelMessage[],
+  history: PromptMessage[],
   user: string,
 ): Promise<{ text: string; steps: number; tools: string[] }> {
   const model = createModel('compatible/demo', { baseURL: mock.url });
@@ -77,7 +76,7 @@ async function turn(
 
 describe('demo scenario', () => {
   it('plays three turns: one tool, two tools, a direct answer', async () => {
-    const history: ModelMessage[] = [];
+    const history: PromptMessage[] = [];
     const t1 = await turn(history, "What's the weather in Paris?");
     expect(t1).toEqual({ text: 'According to lookup: Sunny, 21°C', steps: 2, tools: ['lookup'] });
     const t2 = await turn(history, 'Save a note to pack an umbrella, and check Berlin.');

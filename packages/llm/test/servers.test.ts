@@ -169,8 +169,14 @@ describe('classifier shapes', () => {
 
   it('a stream that ends with finish_reason "error" is a retryable error, not a finish', () => {
     const n = new StepNormaliser();
-    const zero = { inputTokens: 0, outputTokens: 0, totalTokens: 0 } as never;
-    const out = n.push({ type: 'finish', finishReason: 'error', totalUsage: zero } as never);
+    const out = n.push({
+      type: 'finish',
+      finishReason: { unified: 'error', raw: 'error' },
+      usage: {
+        inputTokens: { total: 0, noCache: 0, cacheRead: 0, cacheWrite: 0 },
+        outputTokens: { total: 0, text: 0, reasoning: 0 },
+      },
+    });
     expect(out).toEqual([{ type: 'error', error: expect.objectContaining({ kind: 'retryable' }) }]);
   });
 });

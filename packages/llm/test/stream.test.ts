@@ -2,10 +2,16 @@
 // for both OpenAI endpoints: chat completions (compatible/) and responses (openai/).
 
 import { type MockLlm, type ScenarioInput, startMockLlm } from '@loopline/mock-llm';
-import type { ModelMessage } from 'ai';
 import { get_encoding } from 'tiktoken';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createModel, type LlmEvent, type StepRequest, streamStep, type ToolSpec } from '../src/index.ts';
+import {
+  createModel,
+  type LlmEvent,
+  type PromptMessage,
+  type StepRequest,
+  streamStep,
+  type ToolSpec,
+} from '../src/index.ts';
 
 const enc = get_encoding('o200k_base');
 const count = (s: string) => enc.encode_ordinary(s).length;
@@ -136,7 +142,7 @@ describe.each([
     expect(only(first, 'finish')[0]!.finish).toBe('tool-calls');
 
     const { callId } = calls[0]!;
-    const messages: ModelMessage[] = [
+    const messages: PromptMessage[] = [
       { role: 'user', content: 'Weather in Paris?' },
       {
         role: 'assistant',
@@ -324,6 +330,12 @@ describe.each([
     expect(body.tool_choice).toBe('none');
     if (endpoint === 'responses') expect(body.store).toBe(false);
     else expect(body.stream_options).toEqual({ include_usage: true });
+  });
+
+  it('refuses an output limit below one token as terminal, without a request', async () => {
+    const events = await step({}, { maxOutputTokens: 0 });
+    expect(lastError(events)).toMatchObject({ kind: 'terminal', code: 'AI_InvalidArgumentError' });
+    expect(mock.calls).toHaveLength(0);
   });
 
   it('never throws when the server is unreachable', async () => {

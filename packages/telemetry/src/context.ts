@@ -7,7 +7,7 @@ import {
   propagation,
   ROOT_CONTEXT,
   type Span,
-  type SpanKind,
+  SpanKind,
   SpanStatusCode,
   type Tracer,
   trace,
@@ -117,4 +117,28 @@ export async function withSpan<T>(
   } finally {
     span.end();
   }
+}
+
+/**
+ * A span (a child of the active one, or of `parent`) that the caller ends with `endClientSpan`,
+ * for work that outlives one callback, such as a streamed model call consumed event by event.
+ * Undefined when tracing is off, so a hot path pays one boolean check.
+ */
+export function startClientSpan(
+  name: string,
+  attributes: Attributes,
+  opts: { parent?: Span | undefined; kind?: 'client' | 'internal' } = {},
+): Span | undefined {
+  if (!active) return undefined;
+  const parent = opts.parent ? trace.setSpan(context.active(), opts.parent) : context.active();
+  const kind = opts.kind === 'internal' ? SpanKind.INTERNAL : SpanKind.CLIENT;
+  return tracer().startSpan(name, { kind, attributes }, parent);
+}
+
+/** Ends a span of `startClientSpan`: its final attributes, and its error when it failed. */
+export function endClientSpan(span: Span | undefined, attributes: Attributes, error?: string): void {
+  if (!span) return;
+  span.setAttributes(attributes);
+  if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: error });
+  span.end();
 }

@@ -145,6 +145,7 @@ async function summarizeOnce(deps: WorkerDeps, input: SummarizeInput): Promise<A
     ...(failure && !signal.aborted ? { error: failure } : {}),
   });
   const partIds = recorder ? [...recorder.written] : [];
+  await recorder?.drain(); // its deltas before whatever the caller publishes next
   // An aborted run is closed by its caller (abandonSummary retires every part of the message).
   if (signal.aborted) return { ok: false, error: { kind: 'aborted', message: 'aborted' }, partIds };
   await recorder?.endAll();

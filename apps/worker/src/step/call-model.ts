@@ -9,6 +9,7 @@ import {
   newId,
   type Part,
   type PromptEstimate,
+  READ_OUTPUT_TOOL,
   requestTiktokens,
   TASK_TOOL_NAME,
   type ToolConfig,
@@ -41,13 +42,16 @@ import { attachmentBytes } from './attachments.ts';
 import { overheadOf, type RequestShape } from './request.ts';
 import { StreamRecorder } from './stream-recorder.ts';
 
-// One model call in (at most) three fenced transactions: the assistant message, its step-start
-// and the ledger row first; the stream's parts after the stream, only when tools must run (the
-// runnable calls inserted as running, so they are running in PostgreSQL before they execute; a
-// stream longer than a second is also flushed meanwhile: stream-recorder.ts); then the finish
-// with the last tool result, the parts not written yet, the step-finish, the message's usage,
-// the ledger row and the session's usage/ratio. Provider errors end the message with a typed
-// error; the caller decides whether to retry later, compact, or stop.
+// One model call in (at most) three fenced statements: the assistant message, its step-start
+// and the ledger row first (the crash marker: a runner that dies after it leaves an unfinished
+// message, closed as interrupted); the stream's parts after the stream, only when tools with
+// effects must run (the runnable calls inserted as running, so they are running in PostgreSQL
+// before they execute; a lone read_output call skips it; a stream longer than a second is also
+// flushed meanwhile: stream-recorder.ts); then the finish with the last tool result, the parts
+// not written yet, the step-finish, the message's usage, the ledger row and the session's
+// usage/ratio. The start's events go out with the first delta or the next write (one publish).
+// Provider errors end the message with a typed error; the caller decides whether to retry
+// later, compact, or stop.
 
 export type CallOutcome =
   // usage: as reported; the tenant token budget counts it. finish and tools: for the step's log line.
@@ -80,48 +84,69 @@ export async function callModel(
   writer: SessionWriter,
   input: CallInput,
 ): Promise<CallOutcome> {
-  const { session, history } = input;
-  const { tenantId, sessionId } = writer.ctx;
+  const { session } = input;
+  const { sessionId } = writer.ctx;
   const agent = input.agent;
   const step = session.stepCount + 1;
   const messageId = newId('msg');
   const stepId = newId('stp');
 
+  // Deferred: the parts are written in one transaction after the stream (below), not one by one.
+  const recorder = new StreamRecorder(writer, messageId, deps.tokenizer, { defer: true });
   // One statement (db startAssistantStep, its own transaction): the fence check also takes the
   // message's seq, counts the step and sets the status, then the message, its step-start and the
   // step ledger row, all conditional on the fence. A running session that shows why it waited
-  // (a provider retry) gets its status written again, which clears the detail.
+  // (a provider retry) gets its status written again, which clears the detail. Its events are
+  // committed now and published with the stream's first delta, or with this step's next write
+  // (recorder.hold): one publish per step less. Whatever leaves early publishes them (finally).
   const starting = session.status !== 'running' || Boolean(session.statusDetail);
   const stepStart: Part = { id: newId('prt'), sessionId, messageId, tokens: 0, type: 'step-start' };
-  const assistant = await writer.writeStatement(async (emit) => {
-    const msg = await startAssistantStep(deps.db, writer.ctx, {
-      messageId,
-      parentId: input.parentId,
-      model: agent.model,
-      agent: session.agentName,
-      step,
-      now: Date.now(),
-      parts: [stepStart], // inserted with the message, same statement
-      ...(starting ? { status: 'running' as const } : {}),
-      stepRow: {
-        id: stepId,
-        jobId: input.job.id,
-        attempt: input.job.attempt,
-        estimate: {
-          tokens: input.estimate.tokens,
-          bound: input.estimate.bound,
-          anchored: input.estimate.anchored,
-          ratio: input.estimate.ratio,
-          margin: input.estimate.margin,
-        },
+  const assistant = await startAssistantStep(deps.db, writer.ctx, {
+    messageId,
+    parentId: input.parentId,
+    model: agent.model,
+    agent: session.agentName,
+    step,
+    now: Date.now(),
+    parts: [stepStart], // inserted with the message, same statement
+    ...(starting ? { status: 'running' as const } : {}),
+    stepRow: {
+      id: stepId,
+      jobId: input.job.id,
+      attempt: input.job.attempt,
+      estimate: {
+        tokens: input.estimate.tokens,
+        bound: input.estimate.bound,
+        anchored: input.estimate.anchored,
+        ratio: input.estimate.ratio,
+        margin: input.estimate.margin,
       },
-    });
-    emit({ type: 'message.updated', message: msg });
-    emit({ type: 'part.updated', part: stepStart });
-    if (starting) emit({ type: 'session.status', status: 'running' });
-    return msg;
+    },
   });
+  recorder.hold([
+    { type: 'message.updated', message: assistant },
+    { type: 'part.updated', part: stepStart },
+    ...(starting ? [{ type: 'session.status' as const, status: 'running' as const }] : []),
+  ]);
+  try {
+    return await callAfterStart(deps, writer, input, { assistant, stepId, recorder });
+  } finally {
+    await recorder.drain();
+    const held = recorder.takeHeld();
+    if (held.length > 0) await writer.publish(held);
+  }
+}
 
+async function callAfterStart(
+  deps: WorkerDeps,
+  writer: SessionWriter,
+  input: CallInput,
+  started: { assistant: AssistantMessage; stepId: string; recorder: StreamRecorder },
+): Promise<CallOutcome> {
+  const { session, history, agent } = input;
+  const { tenantId, sessionId } = writer.ctx;
+  const { assistant, stepId, recorder } = started;
+  const messageId = assistant.id;
   const { system, toolConfigs } = input.shape;
   const toolDefs = input.lastStep ? [] : input.shape.tools;
   // Attachments and the model endpoint first: a refused download or an unusable endpoint ends the
@@ -135,6 +160,7 @@ export async function callModel(
     if (input.signal.aborted || !(err instanceof LooplineError)) throw err;
     const error = err.toData();
     await writer.write(async (trx, emit) => {
+      for (const e of recorder.takeHeld()) emit(e);
       const info: AssistantMessage = {
         ...assistant,
         error,
@@ -160,8 +186,6 @@ export async function callModel(
   }
   if (input.lastStep) messages.push(maxStepsWrapUp());
 
-  // Deferred: the parts are written in one transaction after the stream (below), not one by one.
-  const recorder = new StreamRecorder(writer, messageId, deps.tokenizer, { defer: true });
   let finish: { finish: AssistantMessage['finish']; usage: Usage; responseId?: string } | undefined;
   let failure: Extract<LlmEvent, { type: 'error' }>['error'] | undefined;
   await deps.racepoint?.('model:before-stream');
@@ -219,7 +243,11 @@ export async function callModel(
     // POST …/abort (not a lost lease): keep the text streamed so far; the step then closes the reply.
     if (isUserAbort(input.signal)) {
       await recorder.endAll();
-      if (recorder.unwritten) await writer.write((trx, emit) => recorder.persist(trx, emit));
+      if (recorder.unwritten)
+        await writer.write(async (trx, emit) => {
+          for (const e of recorder.takeHeld()) emit(e);
+          await recorder.persist(trx, emit);
+        });
     }
     return { type: 'lost' };
   }
@@ -246,6 +274,7 @@ export async function callModel(
             retryable: kind === 'retryable',
           });
     await writer.write(async (trx, emit) => {
+      for (const e of recorder.takeHeld()) emit(e);
       const info: AssistantMessage = {
         ...assistant,
         error,
@@ -271,21 +300,41 @@ export async function callModel(
   // The result of the call that finishes last is written with the finish (runTools `deferLast`),
   // the others as soon as they are known.
   let results: ToolResultWrite[] = [];
-  if (recorder.tools.some((t) => t.state.status === 'pending')) {
+  const pending = recorder.tools.filter((t) => t.state.status === 'pending');
+  if (pending.length > 0) {
     const running = (call: ToolPart) => !isDeferredCall(call, toolConfigs, agent);
-    // One statement: the fence check and the parts (db fencedStatement), no BEGIN/COMMIT.
-    const { updates, inserts, emitted } = recorder.collect({ running });
-    await writer.writeStatement(async (emit) => {
-      await fencedStatement(deps.db, writer.ctx, {}, [
-        ...(updates.length > 0 ? [updatePartsCte(tenantId, updates)] : []),
-        ...(inserts.length > 0 ? [insertPartsCte(tenantId, inserts)] : []),
-      ]);
-      for (const part of emitted) emit({ type: 'part.updated', part });
-    });
-    results = await runTools(deps, writer, agent, recorder.tools, toolConfigs, input.signal, {
-      deferLast: true,
-      ...(input.log ? { log: input.log } : {}),
-    });
+    if (pending.length === 1 && pending[0]!.tool === READ_OUTPUT_TOOL.name) {
+      // The one call only reads PostgreSQL (read_output): running it again after a crash is
+      // harmless, so marking it running first adds nothing. Its part (running in memory) goes in
+      // with the finish, completed: one statement less.
+      recorder.markRunning(running);
+    } else {
+      // One statement: the fence check and the parts (db fencedStatement), no BEGIN/COMMIT.
+      const { updates, inserts, emitted } = recorder.collect({ running });
+      await writer.writeStatement(async (emit) => {
+        await fencedStatement(deps.db, writer.ctx, {}, [
+          ...(updates.length > 0 ? [updatePartsCte(tenantId, updates)] : []),
+          ...(inserts.length > 0 ? [insertPartsCte(tenantId, inserts)] : []),
+        ]);
+        for (const e of recorder.takeHeld()) emit(e);
+        for (const part of emitted) emit({ type: 'part.updated', part });
+      });
+    }
+    try {
+      results = await runTools(deps, writer, agent, recorder.tools, toolConfigs, input.signal, {
+        deferLast: true,
+        ...(input.log ? { log: input.log } : {}),
+      });
+    } catch (err) {
+      // POST …/abort during a call whose parts were not written yet: keep what was streamed (the
+      // running call is then closed as interrupted when the turn ends).
+      if (isUserAbort(input.signal) && recorder.unwritten)
+        await writer.write(async (trx, emit) => {
+          for (const e of recorder.takeHeld()) emit(e);
+          await recorder.persist(trx, emit);
+        });
+      throw err;
+    }
   }
   await deps.racepoint?.('tools:done');
 
@@ -333,27 +382,36 @@ export async function callModel(
     // last tool result(s), the parts not written yet (a step without tools) and the step-finish,
     // the message, the ledger row; no BEGIN/COMMIT.
     const { updates, inserts, emitted } = recorder.collect({ append: [stepFinish] });
+    // A result whose part is not in PostgreSQL yet (read_output, not written running) goes in
+    // with the inserts, in its place; the others update their running rows.
+    const results_ = new Map(results.map((r) => [r.part.id, r.part]));
+    const insertsNow = inserts.map((p) => results_.get(p.id) ?? p);
+    const inserted = new Set(inserts.map((p) => p.id));
     const updated = new Map<string, Part>();
     for (const p of updates) updated.set(p.id, p);
-    for (const r of results) updated.set(r.part.id, r.part);
+    for (const r of results) if (!inserted.has(r.part.id)) updated.set(r.part.id, r.part);
+    const emittedNow = emitted.filter((p) => !results_.has(p.id));
     await writer.writeStatement(async (emit) => {
       await fencedStatement(deps.db, writer.ctx, progress, [
         ...(updated.size > 0 ? [updatePartsCte(tenantId, [...updated.values()])] : []),
-        insertPartsCte(tenantId, inserts),
+        insertPartsCte(tenantId, insertsNow),
         updateAssistantInfoCte(tenantId, info),
         finishStepCte(tenantId, stepId, stepEnd),
       ]);
+      for (const e of recorder.takeHeld()) emit(e);
       for (const r of results) emit({ type: 'part.updated', part: r.part });
-      for (const part of emitted) emit({ type: 'part.updated', part });
+      for (const part of emittedNow) emit({ type: 'part.updated', part });
       emit({ type: 'message.updated', message: info });
     });
     return { type: 'continue', usage: finish.usage, finish: finish.finish, tools: recorder.tools.length };
   }
   // A tool output was cut (its full text goes to tool_outputs): the transaction path.
   await writer.write(async (trx, emit) => {
-    for (const r of results) await writeToolResult(trx, emit, r);
-    // The stream's parts not written yet (a step without tools) and the step-finish: one INSERT.
+    for (const e of recorder.takeHeld()) emit(e);
+    // The stream's parts not written yet (a step without tools, a read_output call) and the
+    // step-finish: one INSERT; then the tool results (a read_output part inserted just before).
     await recorder.persist(trx, emit, { append: [stepFinish] });
+    for (const r of results) await writeToolResult(trx, emit, r);
     await updateMessageInfo(trx, tenantId, info);
     await finishStep(trx, tenantId, stepId, stepEnd);
     emit({ type: 'message.updated', message: info });

@@ -31,6 +31,8 @@ export async function requestShape(
   deps: WorkerDeps,
   session: SessionInfo,
   view: WithParts[],
+  /** hasReadableOutput(view) when the caller knows it (the session cache keeps it). */
+  readable?: boolean,
 ): Promise<RequestShape> {
   const agent = session.agent;
   // A model without tool support (capabilities.tools "none") is sent no tools and no tool_choice.
@@ -47,12 +49,14 @@ export async function requestShape(
         })),
         // read_output when the view has a truncated output to read; task when the agent lists it.
         ...(builtinToolDefinitions(agent.tools, await subagentNames(deps, session), {
-          readOutput: hasReadableOutput(view),
+          readOutput: readable ?? hasReadableOutput(view),
         }) as ToolSpec[]),
       ]
     : [];
   // View order, as the gateway's model view does: the last user message the model will read.
-  const lastUser = [...view].reverse().find((m) => m.info.role === 'user');
+  let lastUser: WithParts | undefined;
+  for (let i = view.length - 1; i >= 0 && !lastUser; i--)
+    if (view[i]!.info.role === 'user') lastUser = view[i];
   const system = systemBlocks({
     agentPrompt: agent.system,
     providerDefault: PROVIDER_DEFAULT_PROMPT,

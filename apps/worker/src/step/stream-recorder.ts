@@ -50,6 +50,20 @@ export class StreamRecorder {
   private lastFlush = Date.now();
   /** Deferred mode: a part.updated of a block start, sent with the block's first delta. */
   private pendingEvents: SessionEvent[] = [];
+  /**
+   * Events of a write the caller already committed (the step's start), held back to go out with
+   * the first publish of the stream, or with the caller's next write (`takeHeld`): one publish
+   * less per step. Never superseded, never dropped.
+   */
+  private held: SessionEvent[] = [];
+  /**
+   * Deltas not published yet. The stream does not wait for Redis: one publish is in flight at a
+   * time, and the deltas that arrive meanwhile go out together with the next one (fewer publishes
+   * when the stream is faster than Redis, none of the stream's time spent on its round trips).
+   * Every write of the recorder, and `endAll`, waits for them first, so events keep their order.
+   */
+  private outbox: SessionEvent[] = [];
+  private sending: Promise<void> | undefined;
   private readonly writer: SessionWriter;
   private readonly messageId: string;
   private readonly tokenizer: Tokenizer;
@@ -84,6 +98,7 @@ export class StreamRecorder {
       this.pendingEvents.push({ type: 'part.updated', part });
       return;
     }
+    await this.drain();
     await this.writer.write(async (trx, emit) => {
       await insertPart(trx, this.writer.ctx.tenantId, part);
       emit({ type: 'part.updated', part });
@@ -98,7 +113,8 @@ export class StreamRecorder {
     const part = entry.part as Streaming;
     entry.part = { ...part, text: part.text + text };
     entry.dirty = true;
-    const events = this.pendingEvents;
+    const events = this.held.length > 0 ? [...this.held, ...this.pendingEvents] : this.pendingEvents;
+    this.held = [];
     this.pendingEvents = [];
     events.push({
       type: 'part.delta',
@@ -107,8 +123,23 @@ export class StreamRecorder {
       field: part.type === 'text' ? 'text' : 'reasoning',
       delta: text,
     });
-    await this.writer.publish(events);
+    this.outbox.push(...events);
+    this.sending ??= this.pump();
     if (Date.now() - this.lastFlush >= FLUSH_MS) await this.flush();
+  }
+
+  private async pump(): Promise<void> {
+    while (this.outbox.length > 0) {
+      const batch = this.outbox;
+      this.outbox = [];
+      await this.writer.publish(batch); // never throws: a lost event is logged (SessionWriter)
+    }
+    this.sending = undefined;
+  }
+
+  /** Waits until every delta so far is published. */
+  async drain(): Promise<void> {
+    while (this.sending) await this.sending;
   }
 
   async end(streamId: string): Promise<void> {
@@ -119,6 +150,7 @@ export class StreamRecorder {
     entry.dirty = true;
     if (this.defer) return;
     const part = entry.part;
+    await this.drain();
     await this.writer.write(async (trx, emit) => {
       await updatePart(trx, this.writer.ctx.tenantId, part);
       emit({ type: 'part.updated', part });
@@ -126,9 +158,22 @@ export class StreamRecorder {
     entry.dirty = false;
   }
 
-  /** Ends every block still open (a stream that stopped without its end events). */
+  /** Holds committed events back for the stream's first publish or the caller's next write. */
+  hold(events: SessionEvent[]): void {
+    this.held.push(...events);
+  }
+
+  /** The held events not published yet (the caller emits them first in its next write). */
+  takeHeld(): SessionEvent[] {
+    const out = this.held;
+    this.held = [];
+    return out;
+  }
+
+  /** Ends every block still open (a stream that stopped without its end events); deltas published. */
   async endAll(): Promise<void> {
     for (const id of [...this.open.keys()]) await this.end(id);
+    await this.drain();
   }
 
   /** Deferred mode: true when some part is not in PostgreSQL as it is now. */
@@ -146,6 +191,21 @@ export class StreamRecorder {
     for (const part of updates) await updatePart(trx, tenantId, part);
     await insertParts(trx, tenantId, inserts);
     for (const part of emitted) emit({ type: 'part.updated', part });
+  }
+
+  /**
+   * Deferred mode: the calls `running` picks become running (time.start = now) in memory only,
+   * not written; the next persist or collect writes them as they are then.
+   */
+  markRunning(running: (call: ToolPart) => boolean): void {
+    const now = Date.now();
+    for (const entry of this.entries) {
+      const part = entry.part;
+      if (part.type !== 'tool' || part.state.status !== 'pending' || !running(part)) continue;
+      entry.part = { ...part, state: { status: 'running', input: part.state.input, time: { start: now } } };
+      entry.dirty = true;
+    }
+    this.tools = this.entries.flatMap((e) => (e.part.type === 'tool' ? [e.part] : []));
   }
 
   /**
@@ -184,10 +244,12 @@ export class StreamRecorder {
 
   private async flush(): Promise<void> {
     this.lastFlush = Date.now();
+    await this.drain();
     if (this.defer) {
       // Everything so far (in stream order, so a later insert cannot overtake an earlier part).
       if (!this.unwritten) return;
       await this.writer.write(async (trx, emit) => {
+        for (const e of this.takeHeld()) emit(e);
         await this.persist(trx, emit);
       });
       return;
@@ -218,6 +280,7 @@ export class StreamRecorder {
     this.entries.push(entry);
     this.tools.push(part);
     if (this.defer) return;
+    await this.drain();
     await this.writer.write(async (trx, emit) => {
       await insertPart(trx, this.writer.ctx.tenantId, part);
       emit({ type: 'part.updated', part });

@@ -1,6 +1,7 @@
 // What the model is sent: structural copies of the AI SDK v7 `ModelMessage` shapes Loopline uses.
-// core must not import `ai`; these types are assignable to the SDK's, so the llm package passes
-// them straight to streamText. Never add a field here the SDK does not accept.
+// core must not import `ai`; these types are assignable to the SDK's, and the llm package converts
+// exactly these shapes to the provider's prompt (packages/llm prompt.ts, tested against the SDK's
+// own conversion). Never add a field here the SDK does not accept.
 
 export interface ModelTextPart {
   type: 'text';

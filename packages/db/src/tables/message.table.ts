@@ -16,6 +16,8 @@ export interface MessageTable {
   role: Message['role'];
   info: Json<MessageInfo>;
   reverted: Generated<boolean>;
+  /** History revision, stamped by a trigger on every insert and update (migration 0011). */
+  rev: Generated<number>;
   created_at: CreatedAt;
   updated_at: CreatedAt;
 }

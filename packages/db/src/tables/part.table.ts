@@ -16,6 +16,8 @@ export interface PartTable {
   type: Part['type'];
   data: Json<PartData>;
   tokens: Generated<number>;
+  /** History revision, stamped by a trigger on every insert and update (migration 0011). */
+  rev: Generated<number>;
   created_at: CreatedAt;
   updated_at: CreatedAt;
 }

@@ -1,0 +1,346 @@
+import {
+  type Anchor,
+  compactionPartOf,
+  filterCompacted,
+  findAnchor,
+  hasReadableOutput,
+  type Part,
+  type WithParts,
+} from '@loopline/core';
+import {
+  type Db,
+  type HistoryChanges,
+  type HistorySnapshot,
+  historyChangesSince,
+  loadHistorySnapshot,
+} from '@loopline/db';
+
+// The per-worker session cache: a session's log since its boundary and its filterCompacted view,
+// as of a history revision (packages/db history-revision.ts), so the next job of the session on
+// this worker reads only the rows written since (one statement, O(changes)) instead of the whole
+// log. Whoever wrote them (this worker, another worker, the gateway) and whatever they were
+// (appends, tool results, prune marks, summaries), every change carries a newer revision. A
+// change the merge does not handle (a revert, a moved boundary, a message that re-enters the live
+// log, a part out of order) reloads the log from PostgreSQL. Bounded by entries and approximate
+// bytes, least recently used first. docs/durability.md §11 argues why a hit equals a fresh load.
+
+export interface SessionCacheOptions {
+  /** Sessions kept (0 = the cache is off). */
+  maxEntries: number;
+  /** Approximate bytes of all cached logs; an entry alone above it is not kept. */
+  maxBytes: number;
+}
+
+export const defaultSessionCache: SessionCacheOptions = { maxEntries: 2_000, maxBytes: 64 * 1024 * 1024 };
+
+/** Why a lookup missed (the reason label of the metric). */
+export type MissReason = 'absent' | 'boundary' | 'changed' | 'oversize';
+
+export interface CacheStats {
+  hits: number;
+  misses: Record<MissReason, number>;
+  evictions: number;
+  entries: number;
+  bytes: number;
+}
+
+/**
+ * Facts about `compacted` that would otherwise take a walk over the whole view on every step,
+ * kept up to date as messages are appended (recomputed whenever the view is).
+ */
+export interface ViewFacts {
+  /** findAnchor(compacted). */
+  anchor: Anchor | undefined;
+  /** The messages of `compacted` holding a pruned tool output (the only older ones an anchored estimate reads). */
+  pruned: WithParts[];
+  /** hasReadableOutput(compacted). */
+  readable: boolean;
+}
+
+export interface CachedHistory {
+  history: WithParts[];
+  /** filterCompacted(history). */
+  compacted: WithParts[];
+  facts: ViewFacts;
+  hit: boolean;
+}
+
+interface Entry {
+  tenantId: string;
+  sessionId: string;
+  /** The range loaded: seq ≥ fromSeq (null: everything). */
+  fromSeq: number | null;
+  rev: number;
+  lastSeq: number;
+  history: WithParts[];
+  compacted: WithParts[];
+  facts: ViewFacts;
+  /** Position of each message in `history` (never reordered: a removal reloads). */
+  index: Map<string, number>;
+  /** Largest parts.seq per message. */
+  partSeq: Map<string, number>;
+  bytes: number;
+  /** Approximate bytes of each message with its parts. */
+  sizes: Map<string, number>;
+}
+
+export class SessionCache {
+  private readonly entries = new Map<string, Entry>();
+  private bytes = 0;
+  readonly stats: CacheStats = {
+    hits: 0,
+    misses: { absent: 0, boundary: 0, changed: 0, oversize: 0 },
+    evictions: 0,
+    entries: 0,
+    bytes: 0,
+  };
+  /** Called on every lookup (metrics). */
+  onLookup?: (result: 'hit' | 'miss', reason?: MissReason) => void;
+
+  readonly opts: SessionCacheOptions;
+
+  constructor(opts: SessionCacheOptions) {
+    this.opts = opts;
+  }
+
+  get enabled(): boolean {
+    return this.opts.maxEntries > 0;
+  }
+
+  /**
+   * The log of the session from `fromSeq` on (reverted rows left out) and its filterCompacted
+   * view, as a fresh load would return them now: from the cache plus the changes since its
+   * revision, else loaded. Undefined when the session is not this tenant's.
+   */
+  async history(
+    deps: { db: Db },
+    tenantId: string,
+    sessionId: string,
+    fromSeq: number | null,
+  ): Promise<CachedHistory | undefined> {
+    // Taken out while it is refreshed: a concurrent job of the same session on this worker (a
+    // superseded runner still finishing) loads on its own instead of merging into the same entry.
+    const entry = this.take(sessionId);
+    let reason: MissReason = 'absent';
+    if (entry && entry.tenantId === tenantId) {
+      if (entry.fromSeq !== fromSeq) reason = 'boundary';
+      else {
+        const changes = await historyChangesSince(deps.db, tenantId, sessionId, entry.rev);
+        if (!changes) return undefined;
+        if (applyChanges(entry, changes)) {
+          this.put(entry);
+          this.count('hit');
+          return { history: entry.history, compacted: entry.compacted, facts: entry.facts, hit: true };
+        }
+        reason = 'changed';
+      }
+    }
+    const snapshot = await loadHistorySnapshot(deps.db, tenantId, sessionId, fromSeq);
+    if (!snapshot) return undefined;
+    const fresh = entryOf(tenantId, sessionId, fromSeq, snapshot);
+    if (!this.put(fresh) && reason === 'absent') reason = 'oversize';
+    this.count('miss', reason);
+    return { history: fresh.history, compacted: fresh.compacted, facts: fresh.facts, hit: false };
+  }
+
+  /** Forgets a session (e.g. deleted). */
+  delete(sessionId: string): void {
+    this.take(sessionId);
+  }
+
+  private count(result: 'hit' | 'miss', reason?: MissReason): void {
+    if (result === 'hit') this.stats.hits++;
+    else this.stats.misses[reason ?? 'absent']++;
+    this.onLookup?.(result, reason);
+  }
+
+  private take(sessionId: string): Entry | undefined {
+    const entry = this.entries.get(sessionId);
+    if (!entry) return undefined;
+    this.entries.delete(sessionId);
+    this.bytes -= entry.bytes;
+    this.sync();
+    return entry;
+  }
+
+  /** Keeps the entry as the most recently used one; false when it is too large to keep. */
+  private put(entry: Entry): boolean {
+    if (!this.enabled || entry.bytes > this.opts.maxBytes) return false;
+    const current = this.entries.get(entry.sessionId);
+    if (current) {
+      // Two runners of one session on this worker: keep the newer revision.
+      if (current.rev > entry.rev) return true;
+      this.entries.delete(entry.sessionId);
+      this.bytes -= current.bytes;
+    }
+    this.entries.set(entry.sessionId, entry);
+    this.bytes += entry.bytes;
+    while (this.entries.size > this.opts.maxEntries || this.bytes > this.opts.maxBytes) {
+      const oldest = this.entries.keys().next().value as string;
+      this.take(oldest);
+      this.stats.evictions++;
+    }
+    this.sync();
+    return true;
+  }
+
+  private sync(): void {
+    this.stats.entries = this.entries.size;
+    this.stats.bytes = this.bytes;
+  }
+}
+
+function entryOf(tenantId: string, sessionId: string, fromSeq: number | null, s: HistorySnapshot): Entry {
+  const index = new Map<string, number>();
+  const sizes = new Map<string, number>();
+  let bytes = 0;
+  s.history.forEach((m, i) => {
+    index.set(m.info.id, i);
+    const size = messageBytes(m);
+    sizes.set(m.info.id, size);
+    bytes += size;
+  });
+  const compacted = filterCompacted(s.history);
+  return {
+    tenantId,
+    sessionId,
+    fromSeq,
+    rev: s.rev,
+    lastSeq: s.lastSeq,
+    history: s.history,
+    compacted,
+    facts: factsOf(compacted),
+    index,
+    partSeq: s.partSeq,
+    bytes,
+    sizes,
+  };
+}
+
+/**
+ * Merges the changes since the entry's revision into it; false (entry unusable, reload) for any
+ * change that is not a plain update or append of the live range. Never mutates arrays or objects
+ * handed out before: a changed log is a new array, a changed message a new object.
+ */
+export function applyChanges(entry: Entry, changes: HistoryChanges): boolean {
+  if (changes.messages.length === 0 && changes.parts.length === 0) {
+    entry.lastSeq = changes.lastSeq;
+    return true;
+  }
+  const history = entry.history.slice();
+  const touched = new Map<number, WithParts>();
+  const appended: WithParts[] = [];
+  const newIndex = new Map<string, number>();
+  for (const info of changes.messages) {
+    const at = entry.index.get(info.id);
+    if (at !== undefined) {
+      // A revert hides messages: rare, reload rather than shift positions.
+      if (info.reverted) return false;
+      const old = touched.get(at) ?? history[at]!;
+      if (old.info.seq !== info.seq) return false;
+      touched.set(at, { info, parts: old.parts });
+      continue;
+    }
+    if (info.reverted) continue; // not in the live log, never was in this range
+    if (entry.fromSeq !== null && info.seq < entry.fromSeq) continue; // before the boundary
+    // Unknown and in range: only a message written after the load (seq > lastSeq then) is new;
+    // anything else is an older row coming back into the live log.
+    if (info.seq <= entry.lastSeq) return false;
+    const last = appended.at(-1) ?? history.at(-1);
+    if (last && last.info.seq >= info.seq) return false;
+    newIndex.set(info.id, history.length + appended.length);
+    appended.push({ info, parts: [] });
+  }
+  const partSeq = new Map<string, number>();
+  for (const { part, seq } of changes.parts) {
+    const at = entry.index.get(part.messageId) ?? newIndex.get(part.messageId);
+    if (at === undefined) continue; // a message outside the live range
+    const message = at < history.length ? (touched.get(at) ?? history[at]!) : appended[at - history.length]!;
+    const i = message.parts.findIndex((p) => p.id === part.id);
+    let parts: Part[];
+    if (i >= 0) {
+      parts = message.parts.slice();
+      parts[i] = part;
+    } else {
+      // parts.seq orders a message's parts: a new one must come after every part already held.
+      const max = partSeq.get(part.messageId) ?? entry.partSeq.get(part.messageId) ?? 0;
+      if (seq <= max) return false;
+      partSeq.set(part.messageId, seq);
+      parts = [...message.parts, part];
+    }
+    const updated = { info: message.info, parts };
+    if (at < history.length) touched.set(at, updated);
+    else appended[at - history.length] = updated;
+  }
+  // Commit: nothing above touched the entry.
+  let bytes = entry.bytes;
+  for (const [at, message] of touched) {
+    history[at] = message;
+    const size = messageBytes(message);
+    bytes += size - (entry.sizes.get(message.info.id) ?? 0);
+    entry.sizes.set(message.info.id, size);
+  }
+  for (const message of appended) {
+    entry.index.set(message.info.id, history.length);
+    history.push(message);
+    const size = messageBytes(message);
+    bytes += size;
+    entry.sizes.set(message.info.id, size);
+  }
+  for (const [id, seq] of partSeq) entry.partSeq.set(id, seq);
+  // The view: appending messages that are neither compaction messages nor summaries leaves the
+  // boundary where it was, so filterCompacted(history + appended) = its old output + appended.
+  // Any update of a held message recomputes it.
+  if (touched.size === 0 && appended.every((m) => !isBoundaryMarker(m))) {
+    entry.compacted = [...entry.compacted, ...appended];
+    // The same holds for the facts: no summary was appended, so the anchor is the newest reply
+    // with a report among the appended ones (all newer than any held), else the old one.
+    const { anchor, pruned, readable } = entry.facts;
+    entry.facts = {
+      anchor: findAnchor(appended) ?? anchor,
+      pruned: [...pruned, ...appended.filter(hasPrunedOutput)],
+      readable: readable || hasReadableOutput(appended),
+    };
+  } else {
+    entry.compacted = filterCompacted(history);
+    entry.facts = factsOf(entry.compacted);
+  }
+  entry.history = history;
+  entry.rev = changes.rev;
+  entry.lastSeq = changes.lastSeq;
+  entry.bytes = bytes;
+  return true;
+}
+
+export function factsOf(compacted: WithParts[]): ViewFacts {
+  return {
+    anchor: findAnchor(compacted),
+    pruned: compacted.filter(hasPrunedOutput),
+    readable: hasReadableOutput(compacted),
+  };
+}
+
+function hasPrunedOutput(m: WithParts): boolean {
+  return m.parts.some(
+    (p) => p.type === 'tool' && p.state.status === 'completed' && p.state.time.compacted !== undefined,
+  );
+}
+
+function isBoundaryMarker(m: WithParts): boolean {
+  return (m.info.role === 'assistant' && m.info.summary === true) || compactionPartOf(m) !== undefined;
+}
+
+/** Rough heap size of a message with its parts: strings at 2 bytes a character, plus object overhead. */
+export function messageBytes(m: WithParts): number {
+  return 64 + sizeOf(m.info, 0) + m.parts.reduce((sum, p) => sum + sizeOf(p, 0), 0);
+}
+
+function sizeOf(value: unknown, depth: number): number {
+  if (typeof value === 'string') return 16 + value.length * 2;
+  if (value === null || typeof value !== 'object') return 8;
+  if (depth > 8) return 64;
+  let sum = 32;
+  if (Array.isArray(value)) for (const v of value) sum += 8 + sizeOf(v, depth + 1);
+  else for (const key in value) sum += 16 + sizeOf((value as Record<string, unknown>)[key], depth + 1);
+  return sum;
+}

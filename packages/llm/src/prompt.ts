@@ -1,0 +1,152 @@
+// The provider-level request of one call: Loopline's model messages and tool specs in the AI SDK's
+// LanguageModelV4 prompt format, the one a provider's `doStream` reads (what streamText's
+// convertToLanguageModelPrompt and prepareTools produced, without the wrapper around them). Pure;
+// one pass over the history, no copies of text. Only the shapes core produces (core's
+// model-message.ts), plus plain-string content for callers that send one line.
+
+import type { ModelMessage as CoreModelMessage } from '@loopline/core';
+import type { JSONSchema7, LanguageModel } from 'ai';
+
+/** The provider interface a model object implements (what createModel returns). */
+export type Model = Extract<LanguageModel, { specificationVersion: 'v4' }>;
+export type CallOptions = Parameters<Model['doStream']>[0];
+export type ProviderPrompt = CallOptions['prompt'];
+export type ProviderMessage = ProviderPrompt[number];
+export type ProviderTool = NonNullable<CallOptions['tools']>[number];
+export type StreamPart =
+  Awaited<ReturnType<Model['doStream']>>['stream'] extends ReadableStream<infer P> ? P : never;
+
+type UserPart = Extract<ProviderMessage, { role: 'user' }>['content'][number];
+type FilePart = Extract<UserPart, { type: 'file' }>;
+
+/** What a caller may send: core's model messages, or a user/assistant message of one string. */
+export type PromptMessage = CoreModelMessage | { role: 'user' | 'assistant'; content: string };
+
+export interface ToolSpec {
+  name: string;
+  description?: string;
+  /** JSON Schema of the input; must be an object schema. */
+  inputSchema: Record<string, unknown>;
+}
+
+/**
+ * System blocks (empty ones dropped, one system message each, in order) and the messages, as the
+ * provider reads them. Empty text parts are dropped as the SDK drops them.
+ */
+export function toProviderPrompt(
+  system: readonly string[],
+  messages: readonly PromptMessage[],
+): ProviderPrompt {
+  const out: ProviderPrompt = [];
+  for (const block of system) if (block.trim() !== '') out.push({ role: 'system', content: block });
+  for (const m of messages) {
+    if (typeof m.content === 'string') {
+      out.push({ role: m.role as 'user' | 'assistant', content: [{ type: 'text', text: m.content }] });
+      continue;
+    }
+    switch (m.role) {
+      case 'user': {
+        const content: UserPart[] = [];
+        for (const p of m.content) {
+          if (p.type === 'text') {
+            if (p.text !== '') content.push({ type: 'text', text: p.text });
+          } else content.push(filePart(p.data, p.mediaType, p.filename));
+        }
+        out.push({ role: 'user', content });
+        break;
+      }
+      case 'assistant': {
+        const content: Extract<ProviderMessage, { role: 'assistant' }>['content'] = [];
+        for (const p of m.content) {
+          if (p.type === 'text') {
+            if (p.text !== '') content.push({ type: 'text', text: p.text });
+          } else if (p.type === 'reasoning') content.push({ type: 'reasoning', text: p.text });
+          else
+            content.push({
+              type: 'tool-call',
+              toolCallId: p.toolCallId,
+              toolName: p.toolName,
+              input: p.input,
+            });
+        }
+        out.push({ role: 'assistant', content });
+        break;
+      }
+      case 'tool': {
+        const content = m.content.map((p) => ({
+          type: 'tool-result' as const,
+          toolCallId: p.toolCallId,
+          toolName: p.toolName,
+          output: p.output,
+        }));
+        // Consecutive tool messages are one (the SDK combines them the same way).
+        const last = out.at(-1);
+        if (last?.role === 'tool') last.content.push(...content);
+        else out.push({ role: 'tool', content });
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+/** Tool specs as function tools (the schema is sent as it is; the worker validates inputs). */
+export function toProviderTools(tools: readonly ToolSpec[]): ProviderTool[] | undefined {
+  if (tools.length === 0) return undefined;
+  return tools.map((t) => ({
+    type: 'function',
+    name: t.name,
+    inputSchema: t.inputSchema as JSONSchema7,
+    ...(t.description !== undefined ? { description: t.description } : {}),
+  }));
+}
+
+/**
+ * A file part: bytes as they are; a `data:` URL split into its media type and base64 text (the URL's
+ * type wins, as in the SDK); an http(s) URL as a URL (core never sends one with bytes fetched);
+ * any other string is base64 content. Image bytes whose signature names a type take that type, as
+ * the SDK does.
+ */
+function filePart(data: string | Uint8Array, declared: string, filename: string | undefined): FilePart {
+  let mediaType = declared;
+  let value: FilePart['data'];
+  if (typeof data !== 'string') {
+    value = { type: 'data', data };
+  } else if (data.startsWith('data:')) {
+    const comma = data.indexOf(',');
+    const header = data.slice(5, comma);
+    const type = header.split(';')[0];
+    if (comma < 0 || !type) throw new TypeError('invalid data URL in a file part');
+    value = { type: 'data', data: data.slice(comma + 1) };
+    mediaType = type;
+  } else if (/^https?:\/\//i.test(data)) {
+    value = { type: 'url', url: new URL(data) };
+  } else {
+    value = { type: 'data', data };
+  }
+  if (value.type === 'data') mediaType = imageType(value.data as Uint8Array | string) ?? mediaType;
+  return { type: 'file', mediaType, data: value, ...(filename !== undefined ? { filename } : {}) };
+}
+
+// The AI SDK's image signatures (provider-utils detectMediaType, topLevelType "image"); null: any byte.
+const IMAGE_SIGNATURES: Array<[string, Array<number | null>]> = [
+  ['image/gif', [0x47, 0x49, 0x46, 0x38, 0x37, 0x61]],
+  ['image/gif', [0x47, 0x49, 0x46, 0x38, 0x39, 0x61]],
+  ['image/png', [0x89, 0x50, 0x4e, 0x47]],
+  ['image/jpeg', [0xff, 0xd8]],
+  ['image/webp', [0x52, 0x49, 0x46, 0x46, null, null, null, null, 0x57, 0x45, 0x42, 0x50]],
+  ['image/bmp', [0x42, 0x4d, null, null, null, null, 0x00, 0x00, 0x00, 0x00]],
+  ['image/tiff', [0x49, 0x49, 0x2a, 0x00]],
+  ['image/tiff', [0x4d, 0x4d, 0x00, 0x2a]],
+  ['image/avif', [0x00, 0x00, 0x00, null, 0x66, 0x74, 0x79, 0x70, 0x61, 0x76, 0x69, 0x66]],
+  ['image/heic', [0x00, 0x00, 0x00, null, 0x66, 0x74, 0x79, 0x70, 0x68, 0x65, 0x69, 0x63]],
+];
+
+/** The image type the first bytes name (raw, or base64 text), as the SDK detects it. */
+export function imageType(data: Uint8Array | string): string | undefined {
+  const bytes = typeof data === 'string' ? Buffer.from(data.slice(0, 16), 'base64') : data;
+  for (const [type, sig] of IMAGE_SIGNATURES) {
+    if (bytes.length >= sig.length && sig.every((b, i) => b === null || bytes[i] === b)) return type;
+  }
+  return undefined;
+}

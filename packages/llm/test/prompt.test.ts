@@ -1,0 +1,199 @@
+// The provider-level request (prompt.ts) against the AI SDK's own conversion, which streamText ran
+// before every call: the same system messages, user/assistant/tool content, file parts and tool
+// definitions, for every shape core's model messages take. And the normaliser's tool-call parsing
+// and stream-error payloads, which streamText used to do.
+
+import { jsonSchema, NoSuchToolError, tool } from 'ai';
+import { convertToLanguageModelPrompt, prepareTools } from 'ai/internal';
+import { describe, expect, it } from 'vitest';
+import {
+  classifyError,
+  type LlmEvent,
+  normaliseStreamError,
+  type PromptMessage,
+  StepNormaliser,
+  type StreamPart,
+  type ToolSpec,
+  toProviderPrompt,
+  toProviderTools,
+} from '../src/index.ts';
+
+const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0]);
+const pdf = new Uint8Array([0x25, 0x50, 0x44, 0x46, 0x2d, 0x31]);
+
+const conversation: PromptMessage[] = [
+  {
+    role: 'user',
+    content: [
+      { type: 'text', text: 'look at these' },
+      { type: 'text', text: '' },
+      // Declared as JPEG, bytes are PNG: the bytes win, as in the SDK.
+      { type: 'file', data: png, mediaType: 'image/jpeg' },
+      { type: 'file', data: pdf, mediaType: 'application/pdf', filename: 'a.pdf' },
+      { type: 'file', data: 'data:text/plain;base64,aGVsbG8=', mediaType: 'application/octet-stream' },
+      { type: 'file', data: Buffer.from(png).toString('base64'), mediaType: 'image/webp' },
+    ],
+  },
+  {
+    role: 'assistant',
+    content: [
+      { type: 'reasoning', text: 'thinking' },
+      { type: 'text', text: '' },
+      { type: 'text', text: 'Looking.' },
+      { type: 'tool-call', toolCallId: 'c1', toolName: 'lookup', input: { city: 'Rome' } },
+      { type: 'tool-call', toolCallId: 'c2', toolName: 'lookup', input: {} },
+    ],
+  },
+  {
+    role: 'tool',
+    content: [
+      { type: 'tool-result', toolCallId: 'c1', toolName: 'lookup', output: { type: 'text', value: 'sunny' } },
+    ],
+  },
+  {
+    role: 'tool',
+    content: [
+      {
+        type: 'tool-result',
+        toolCallId: 'c2',
+        toolName: 'lookup',
+        output: { type: 'error-text', value: 'nope' },
+      },
+    ],
+  },
+  { role: 'assistant', content: 'It is sunny.' },
+  { role: 'user', content: 'thanks' },
+];
+
+/** What streamText sent: its `instructions` (one system message per non-empty block), converted by the SDK. */
+async function sdkPrompt(system: string[], messages: PromptMessage[]) {
+  const kept = system.filter((b) => b.trim() !== '');
+  const instructions =
+    kept.length === 0
+      ? undefined
+      : kept.length === 1
+        ? kept[0]
+        : kept.map((content) => ({ role: 'system' as const, content }));
+  return convertToLanguageModelPrompt({
+    prompt: { instructions, messages: messages as never },
+    supportedUrls: {},
+    download: undefined,
+  });
+}
+
+describe('provider prompt', () => {
+  it('is what the AI SDK converts the same messages to', async () => {
+    for (const system of [[], ['stable'], ['stable', '', 'per message'], ['  ']]) {
+      expect(toProviderPrompt(system, conversation)).toEqual(await sdkPrompt(system, conversation));
+    }
+  });
+
+  it('keeps the image type the bytes name and splits a data URL', () => {
+    const [, user] = toProviderPrompt(['s'], conversation);
+    if (user?.role !== 'user') throw new Error('expected the user message second');
+    const files = user.content.flatMap((p) => (p.type === 'file' ? [p] : []));
+    expect(files.map((f) => f.mediaType)).toEqual([
+      'image/png',
+      'application/pdf',
+      'text/plain',
+      'image/png',
+    ]);
+    expect(files[2]?.data).toEqual({ type: 'data', data: 'aGVsbG8=' });
+    expect(files[1]).toMatchObject({ filename: 'a.pdf' });
+  });
+
+  it('declares tools as the SDK prepared them', async () => {
+    const specs: ToolSpec[] = [
+      {
+        name: 'lookup',
+        description: 'Look it up',
+        inputSchema: { type: 'object', properties: { city: { type: 'string' } } },
+      },
+      { name: 'bare', inputSchema: { type: 'object' } },
+    ];
+    const set = Object.fromEntries(
+      specs.map((t) => [
+        t.name,
+        tool({
+          description: t.description,
+          inputSchema: jsonSchema<Record<string, unknown>>(t.inputSchema as never),
+        }),
+      ]),
+    );
+    expect(toProviderTools(specs)).toEqual(await prepareTools({ tools: set }));
+    expect(toProviderTools([])).toBeUndefined();
+  });
+});
+
+const call = (toolName: string, input: string): StreamPart => ({
+  type: 'tool-call',
+  toolCallId: `id-${toolName}`,
+  toolName,
+  input,
+});
+
+describe('tool calls from the stream', () => {
+  const push = (part: StreamPart, tools = ['lookup']): LlmEvent[] =>
+    new StepNormaliser(undefined, tools).push(part);
+
+  it('parses the arguments; an empty string is no arguments', () => {
+    expect(push(call('lookup', '{"city":"Rome"}'))).toEqual([
+      { type: 'tool-call', callId: 'id-lookup', toolName: 'lookup', input: { city: 'Rome' } },
+    ]);
+    expect(push(call('lookup', ' '))).toMatchObject([{ type: 'tool-call', input: {} }]);
+  });
+
+  it('reports unknown tools with the SDK error text', () => {
+    const [ev] = push(call('rm_rf', '{}'));
+    expect(ev).toMatchObject({ type: 'tool-call-invalid', reason: 'unknown-tool', raw: '{}' });
+    expect(ev?.type === 'tool-call-invalid' && ev.error).toBe(
+      new NoSuchToolError({ toolName: 'rm_rf', availableTools: ['lookup'] }).message,
+    );
+    expect(push(call('rm_rf', '{}'), [])).toMatchObject([
+      { error: expect.stringContaining('No tools are available') },
+    ]);
+  });
+
+  it('reports unparsable, non-object and prototype-polluting arguments as invalid input', () => {
+    const [bad] = push(call('lookup', '{"city": "Ro'));
+    expect(bad).toMatchObject({ type: 'tool-call-invalid', reason: 'invalid-input', raw: '{"city": "Ro' });
+    expect(bad?.type === 'tool-call-invalid' && bad.error).toMatch(
+      /^Invalid input for tool lookup: .*JSON parsing failed/,
+    );
+    expect(push(call('lookup', '[1]'))).toMatchObject([{ reason: 'invalid-input', raw: '[1]' }]);
+    expect(push(call('lookup', '{"a":{"__proto__":{"x":1}}}'))).toMatchObject([{ reason: 'invalid-input' }]);
+    expect(push(call('lookup', '{"constructor":{"prototype":{}}}'))).toMatchObject([
+      { reason: 'invalid-input' },
+    ]);
+    expect(push(call('lookup', '{"constructor":"fine"}'))).toMatchObject([{ type: 'tool-call' }]);
+  });
+});
+
+describe('stream error payloads', () => {
+  it('become provider errors with a status, as streamText made them', () => {
+    expect(classifyError(normaliseStreamError({ message: 'Overloaded' }))).toMatchObject({
+      kind: 'retryable',
+      status: 503,
+    });
+    expect(
+      classifyError(
+        normaliseStreamError({ type: 'error', error: { message: 'slow down', status: 429, code: 'rate' } }),
+      ),
+    ).toMatchObject({ kind: 'retryable', status: 429, code: 'rate' });
+    expect(
+      classifyError(
+        normaliseStreamError({
+          response: {
+            error: {
+              message: "This model's maximum context length is 10 tokens",
+              code: 'context_length_exceeded',
+            },
+          },
+        }),
+      ),
+    ).toMatchObject({ kind: 'overflow', code: 'context_length_exceeded' });
+    const plain = new Error('terminated');
+    expect(normaliseStreamError(plain)).toBe(plain);
+    expect(normaliseStreamError('text')).toBe('text');
+  });
+});
