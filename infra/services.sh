@@ -6,9 +6,11 @@
 #   infra/services.sh [start]   # the default: start what does not answer
 #   infra/services.sh status    # what answers, and whether it is a private instance of this checkout
 #   infra/services.sh stop      # stop the private instances this script started (never anything else)
+# LOOPLINE_STATE_DIR moves the private data folder (default .local/ of the checkout); the script
+# tests use it to start and stop instances of their own on private ports.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-state="$root/.local"
+state="${LOOPLINE_STATE_DIR:-$root/.local}"
 command="${1:-start}"
 case "$command" in start | stop | status) ;; *)
   echo "usage: $0 [start|stop|status]" >&2; exit 2 ;;
@@ -27,7 +29,7 @@ answers() { timeout 1 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null; }
 
 # The private PostgreSQL's data folder: under .local/, or (as root, when the postgres user cannot
 # enter the checkout) a per-checkout folder under /var/tmp.
-pg_data_fallback="/var/tmp/loopline-$(echo -n "$root" | sha256sum | cut -c1-12)/postgres"
+pg_data_fallback="/var/tmp/loopline-$(echo -n "${LOOPLINE_STATE_DIR:-$root}" | sha256sum | cut -c1-12)/postgres"
 pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1; }
 as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 # A private Redis is one whose working folder is ours (it says so itself: CONFIG GET dir).
@@ -35,10 +37,12 @@ private_redis() { # host port
   command -v redis-cli >/dev/null 2>&1 &&
     [ "$(redis-cli -h "$1" -p "$2" --raw config get dir 2>/dev/null | sed -n 2p)" = "$state/redis" ]
 }
-private_pg_data() { # prints the data folder of a running private PostgreSQL
+private_pg_data() { # port -> prints the data folder of the private PostgreSQL running on that port
   local bin; bin="$(pg_bin)"; [ -n "$bin" ] || return 1
   for d in "$state/postgres" "$pg_data_fallback"; do
-    [ -s "$d/postmaster.pid" ] && (cd / && as_postgres "$bin/pg_ctl" -D "$d" status >/dev/null 2>&1) &&
+    # Line 4 of postmaster.pid is the port: a DATABASE_URL naming another port never stops this one.
+    [ -s "$d/postmaster.pid" ] && [ "$(sed -n 4p "$d/postmaster.pid" 2>/dev/null)" = "$1" ] &&
+      (cd / && as_postgres "$bin/pg_ctl" -D "$d" status >/dev/null 2>&1) &&
       { echo "$d"; return 0; }
   done
   return 1
@@ -52,7 +56,7 @@ if [ "$command" != start ]; then
     if private_redis "$rhost" "$rport"; then echo "Redis $rhost:$rport: running (private, data in $state/redis)"
     elif answers "$rhost" "$rport"; then echo "Redis $rhost:$rport: answering (not started by these scripts)"
     else echo "Redis $rhost:$rport: not answering"; rc=3; fi
-    if data="$(private_pg_data)"; then echo "PostgreSQL $phost:$pport: running (private, data in $data)"
+    if data="$(private_pg_data "$pport")"; then echo "PostgreSQL $phost:$pport: running (private, data in $data)"
     elif answers "$phost" "$pport"; then echo "PostgreSQL $phost:$pport: answering (not started by these scripts)"
     else echo "PostgreSQL $phost:$pport: not answering"; rc=3; fi
     exit "$rc"
@@ -61,10 +65,10 @@ if [ "$command" != start ]; then
     redis-cli -h "$rhost" -p "$rport" shutdown nosave >/dev/null 2>&1 || true
     echo "loopline: stopped the private Redis on $rhost:$rport" >&2
   else echo "loopline: no private Redis on $rhost:$rport (nothing stopped)" >&2; fi
-  if data="$(private_pg_data)"; then
+  if data="$(private_pg_data "$pport")"; then
     (cd / && as_postgres "$(pg_bin)/pg_ctl" -D "$data" -m fast -w stop >/dev/null)
     echo "loopline: stopped the private PostgreSQL (data in $data)" >&2
-  else echo "loopline: no private PostgreSQL of this checkout is running (nothing stopped)" >&2; fi
+  else echo "loopline: no private PostgreSQL of this checkout on $phost:$pport (nothing stopped)" >&2; fi
   exit 0
 fi
 

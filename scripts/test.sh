@@ -3,6 +3,16 @@
 # reachable, installs dependencies, then typechecks, lints, checks the import rules and runs every test.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# A full run (no file or folder named) enforces the coverage gates; a subset cannot meet a global
+# threshold, so `./scripts/test.sh test/e2e` runs its files without coverage. Options alone
+# (`--bail=1`, `--reporter=verbose`) keep it a full run; give an option's value with `=`.
+subset=0
+for arg in "$@"; do case "$arg" in -*) ;; *) subset=1 ;; esac; done
+# LOOPLINE_TEST_DRY_RUN=1 prints the test command it would run and stops (test/ops checks it).
+if [ "${LOOPLINE_TEST_DRY_RUN:-}" = 1 ]; then
+  if [ "$subset" = 1 ]; then echo "vitest run $*"; else echo "vitest run --coverage $*"; fi
+  exit 0
+fi
 . scripts/toolchain.sh
 infra/services.sh
 # The session inspector test renders its page in headless Chromium (the Debian package). Best
@@ -18,11 +28,6 @@ echo "== lint"; pnpm -s lint
 # Import rules (.dependency-cruiser.mjs): no cycles, type-only ones included; core imports nothing
 # of ours; apps never import each other; packages never import apps.
 echo "== dependency rules"; pnpm -s deps
-# A full run (no file or folder named) enforces the coverage gates; a subset cannot meet a global
-# threshold, so `./scripts/test.sh test/e2e` runs its files without coverage. Options alone
-# (`--bail=1`, `--reporter=verbose`) keep it a full run; give an option's value with `=`.
-subset=0
-for arg in "$@"; do case "$arg" in -*) ;; *) subset=1 ;; esac; done
 if [ "$subset" = 1 ]; then
   echo "== tests (a subset: no coverage gates)"; pnpm -s vitest run "$@"
 else

@@ -1,4 +1,4 @@
-import { tokensUsed } from '@loopline/queue';
+import { readEvents, tokensUsed } from '@loopline/queue';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
 import { sleep } from '../support/wait.ts';
@@ -82,6 +82,13 @@ describe('tenant token budget', () => {
       expect(resumesAt % WINDOW_MS).toBe(0);
       expect(Math.floor(resumesAt / WINDOW_MS)).toBe(Math.floor(calls[0]! / WINDOW_MS) + 1);
       expect(calls[1]!).toBeGreaterThanOrEqual(resumesAt);
+      // The same wait was told as a session.status event.
+      const events = (await readEvents(stack.deps.redis, stack.deps.keys, id, '0', undefined, 10_000)).map(
+        (e) => e.event,
+      );
+      expect(events).toContainEqual(
+        expect.objectContaining({ type: 'session.status', status: 'queued', detail: waiting!.detail }),
+      );
       // The conversation is whole: tool call, its result, the final answer.
       const log = await client.history(id);
       expect(log.messages.map((m: any) => m.info.role)).toEqual(['user', 'assistant', 'assistant']);

@@ -1,4 +1,4 @@
-import { acquireSlot, slotHolders } from '@loopline/queue';
+import { acquireSlot, readEvents, slotHolders } from '@loopline/queue';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
 import { sleep } from '../support/wait.ts';
@@ -109,6 +109,17 @@ describe('tenant concurrency cap', () => {
       .toBe('waiting for a tenant slot (1/1 running)');
     const s = await client.waitIdle(id, 10_000);
     expect(s.status).toBe('idle');
+    // The wait was also told as an event, for clients that follow the stream instead of polling.
+    const events = (await readEvents(stack.deps.redis, stack.deps.keys, id, '0', undefined, 10_000)).map(
+      (e) => e.event,
+    );
+    expect(events).toContainEqual(
+      expect.objectContaining({
+        type: 'session.status',
+        status: 'queued',
+        detail: 'waiting for a tenant slot (1/1 running)',
+      }),
+    );
     // Nobody released the dead holder's slot: it ran because the lease expired.
     expect(await slotHolders(stack.deps.redis, stack.deps.keys, client.tenantId)).not.toContain(
       'ses_on_a_dead_worker',

@@ -1,5 +1,7 @@
+import { Writable } from 'node:stream';
 import { acquireFence } from '@loopline/db';
 import { JOBS } from '@loopline/queue';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
 import {
@@ -16,13 +18,22 @@ import {
 // then both /metrics endpoints — the gateway's (operator token; its own registry plus BullMQ's job
 // counts for every queue) and the worker's (WORKER_METRICS_PORT; here an ephemeral port) with the
 // loop's latency histograms, tokens by tenant, compactions by rung, prune savings, lock waits
-// and fence rejections.
+// and fence rejections. The worker's log says the same per compaction: one info line.
 
 let stack: Stack;
 let client: Client;
+const lines: Record<string, any>[] = [];
 
 beforeAll(async () => {
   stack = await startStack({ workerMetrics: true, metricsTenantLabels: true }); // opt-in tenant series
+  // The workers read deps.logger per job: capture the info lines they write from now on.
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      for (const line of String(chunk).split('\n')) if (line) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  stack.deps.logger = pino({ level: 'info' }, sink);
   client = await stack.tenant('ops');
   await defineBig(client, stack);
 });
@@ -164,6 +175,15 @@ describe('metrics after a session with tool calls and a compaction', () => {
     // Default process metrics are there too, once each.
     expect(text.split('\n').filter((l) => l === '# TYPE process_cpu_seconds_total counter')).toHaveLength(1);
     expect(value(text, 'nodejs_eventloop_lag_seconds')).toBeGreaterThanOrEqual(0);
+  });
+
+  it('the worker logs one info line per compaction: rung, tokens before and after, duration', async () => {
+    const done = lines.filter((l) => l.msg === 'compaction completed');
+    expect(done, JSON.stringify(done)).toHaveLength(1);
+    expect(done[0]).toMatchObject({ level: 30, tenantId: client.tenantId, rung: 'summary' });
+    expect(done[0]!.tokensBefore).toBeGreaterThan(done[0]!.tokensAfter);
+    expect(done[0]!.durationMs).toBeGreaterThanOrEqual(0);
+    expect(typeof done[0]!.sessionId).toBe('string');
   });
 });
 

@@ -1,5 +1,5 @@
-import { jobIds } from '@loopline/queue';
-import { TITLE_SYSTEM_PROMPT } from '@loopline/worker';
+import { jobIds, tokensUsed } from '@loopline/queue';
+import { defaultFairness, TITLE_SYSTEM_PROMPT } from '@loopline/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sessionQuiet } from '../support/jobs.ts';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
@@ -9,7 +9,8 @@ import { waitFor } from './context-fixtures.ts';
 // Session titles: after the first turn a background title job (its own queue, one job id per
 // session, no session lock) asks the agent's title model for a short title and writes it only
 // while the title is null. It is never regenerated on later turns, never clobbers a title set
-// meanwhile, and a failing title model leaves the session untouched.
+// meanwhile, and a failing title model leaves the session untouched. Its model tokens count against
+// the tenant's tokensPerMinute like every other call.
 
 let stack: Stack;
 let client: Client;
@@ -146,4 +147,61 @@ describe('session titles', () => {
     );
     expect((await titleJob(id))!.attemptsMade).toBe(2);
   });
+
+  it("counts the title model's tokens against the tenant's token budget", async () => {
+    stack.mock.setScenario({
+      rules: [
+        { when: TITLE, reply: { text: 'Budgeted title' } },
+        { when: { lastUserIncludes: 'budget' }, reply: { text: 'Counted.' } },
+      ],
+    });
+    const budgeted = await stack.tenant('titles-budgeted');
+    await budgeted.agent('plain', {});
+    const patched = await fetch(`${stack.url}/v1/admin/tenants/${budgeted.tenantId}`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${stack.operatorToken}`, 'content-type': 'application/json' },
+      // Far more than one turn needs: nothing waits, every call is counted.
+      body: JSON.stringify({ limits: { tokensPerMinute: 1_000_000 } }),
+    });
+    expect(patched.status).toBe(200);
+    const step = await modelTokens('step');
+    const title = await modelTokens('title');
+    const windowMs = stack.deps.fairness?.tokenWindowMs ?? defaultFairness.tokenWindowMs;
+    const firstWindow = Math.floor(Date.now() / windowMs);
+
+    const id = await budgeted.session('plain');
+    await budgeted.send(id, 'count my budget please');
+    await budgeted.waitIdle(id);
+    await waitFor(
+      async () => (await budgeted.call('GET', `/v1/sessions/${id}`)).body.title,
+      20_000,
+      'a title',
+    );
+    await titleJobDone(id);
+
+    const titleTokens = (await modelTokens('title')) - title;
+    const stepTokens = (await modelTokens('step')) - step;
+    expect(titleTokens).toBeGreaterThan(0);
+    // Every window the turn touched (a minute boundary may fall inside it).
+    let counted = 0;
+    for (let w = firstWindow; w <= Math.floor(Date.now() / windowMs); w++)
+      counted += await tokensUsed(
+        stack.deps.redis,
+        stack.deps.keys,
+        budgeted.tenantId,
+        windowMs,
+        w * windowMs,
+      );
+    expect(counted).toBe(stepTokens + titleTokens);
+  });
 });
+
+/** Model tokens (prompt + output) the worker reported for one purpose, over every tenant. */
+async function modelTokens(purpose: 'step' | 'title'): Promise<number> {
+  let sum = 0;
+  for (const name of ['loopline_tokens_in_total', 'loopline_tokens_out_total']) {
+    const metric = stack.deps.metrics!.registry.getSingleMetric(name)!;
+    for (const v of (await metric.get()).values) if (v.labels.purpose === purpose) sum += v.value;
+  }
+  return sum;
+}

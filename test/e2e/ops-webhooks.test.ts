@@ -1,7 +1,9 @@
 import { createHmac } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { Writable } from 'node:stream';
 import { batchCancelledIdleEvent } from '@loopline/queue';
 import { reconcileOnce } from '@loopline/worker';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_WEBHOOK_SUBSCRIPTIONS } from '../../apps/gateway/src/routes/webhooks.ts';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
@@ -31,6 +33,7 @@ const received: Received[] = [];
 /** Per path: how many attempts of each event id fail (500) before one succeeds. */
 const failFirst = new Map<string, number>();
 const attemptsSeen = new Map<string, number>();
+const logLines: Record<string, any>[] = [];
 
 beforeAll(async () => {
   receiver = createServer((req, res) => {
@@ -51,6 +54,16 @@ beforeAll(async () => {
   const address = receiver.address();
   receiverUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
   stack = await startStack();
+  // The workers read deps.logger per job: capture the lines they write (a failed attempt warns).
+  stack.deps.logger = pino(
+    { level: 'info' },
+    new Writable({
+      write(chunk, _enc, done) {
+        for (const line of String(chunk).split('\n')) if (line) logLines.push(JSON.parse(line));
+        done();
+      },
+    }),
+  );
   client = await stack.tenant('hooked');
 });
 afterAll(async () => {
@@ -235,6 +248,16 @@ describe('deliveries', () => {
     });
     expect(deadList[0].status).toBe('pending');
     expect(deadList[0].lastError).toMatch(/ECONNREFUSED/);
+    // A failed attempt is a warning with its reason in the log, not only a counter.
+    // (The attempt is recorded, then logged: wait for the line.)
+    const warned = await until('the warning of a failed attempt', () =>
+      logLines.find((l) => l.msg === 'webhook delivery failed; retrying' && l.deliveryId === deadList[0].id),
+    );
+    expect(warned).toMatchObject({
+      level: 40,
+      tenantId: client.tenantId,
+    });
+    expect(warned.reason).toMatch(/ECONNREFUSED/);
     await client.call('DELETE', '/v1/webhooks/dead');
   }, 45_000);
 
