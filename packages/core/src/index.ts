@@ -38,6 +38,7 @@ export * from './session/input-fit.ts';
 export * from './session/loop.ts';
 export * from './session/loop-guard.ts';
 export * from './session/model-message.ts';
+export * from './session/output-tokens.ts';
 export * from './session/overflow.ts';
 export * from './session/placeholders.ts';
 export * from './session/provider-error.ts';

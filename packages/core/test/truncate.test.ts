@@ -155,6 +155,21 @@ describe('truncateToolOutput: the window share', () => {
     expect(truncateToolOutput(lines, { outputId: 'o', maxTokens: 10 }).truncated).toBeUndefined();
   });
 
+  it('returns the count it took of the text it returns, and none it did not take', () => {
+    // Within the byte cap but measured against the share: counted once, handed back.
+    const small = 'word '.repeat(40);
+    expect(truncateToolOutput(small, { outputId: 'o', maxTokens: 100, tokenizer })).toEqual({
+      text: small,
+      tokens: tokenizer.count(small),
+    });
+    const cut = truncateToolOutput(lines, { outputId: 'o', maxTokens: 2_000, tokenizer });
+    expect(cut.tokens).toBe(tokenizer.count(cut.text));
+    // Cut by lines only, the result was never counted.
+    const byLines = truncateToolOutput(lines, { outputId: 'o', maxLines: 100, maxTokens: 20_000, tokenizer });
+    expect(byLines.truncated).toBeDefined();
+    expect(byLines.tokens).toBeUndefined();
+  });
+
   it('ingestCap is the share of the usable window', () => {
     // 16k context, 2k output: usable 14,000 → 3,500 at 25 %.
     expect(ingestCap({ limits: { context: 16_000, output: 2_000 } })).toBe(3_500);

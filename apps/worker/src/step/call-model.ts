@@ -295,6 +295,10 @@ async function callAfterStart(
     return { type: 'failed', error };
   }
 
+  // The stream's text and tool-call parts take their token counts from this report where the
+  // session's learned ratio allows it (core deriveOutputTokens), else the tokenizer counts them.
+  recorder.settle(finish.usage, sessionRatio(session, agent));
+
   // Tool calls to run: the stream's parts are written first, the runnable calls as running (they
   // must be running in PostgreSQL before they execute). No tools: the parts go with the finish.
   // The result of the call that finishes last is written with the finish (runTools `deferLast`),

@@ -1,5 +1,14 @@
-import type { Part, ReasoningPart, SessionEvent, TextPart, Tokenizer, ToolPart } from '@loopline/core';
-import { countPart, newId } from '@loopline/core';
+import type {
+  Part,
+  RatioState,
+  ReasoningPart,
+  SessionEvent,
+  TextPart,
+  Tokenizer,
+  ToolPart,
+  Usage,
+} from '@loopline/core';
+import { countPart, deriveOutputTokens, newId, withOutputTokens } from '@loopline/core';
 import { insertPart, insertParts, type Trx, updatePart } from '@loopline/db';
 import type { SessionWriter } from '../session-writer.ts';
 
@@ -16,6 +25,11 @@ import type { SessionWriter } from '../session-writer.ts';
 //   dies before that leaves an unfinished message without them: the next runner closes it as
 //   interrupted, exactly as a death between two eager writes would.
 // Either way parts are inserted in the order they started (parts.seq is history order).
+//
+// Token counts: eager mode counts a part when it ends. Deferred mode counts nothing while the
+// stream runs: `settle` gives the step's report, and the text and tool-call parts take their share
+// of it when core allows (deriveOutputTokens: the ratio is learned, the report is plausible);
+// whatever is left is tokenized there, or at the latest when the parts are written.
 
 const FLUSH_MS = 1_000;
 
@@ -27,6 +41,8 @@ interface Entry {
   persisted: boolean;
   /** The row is behind `part`. */
   dirty: boolean;
+  /** Deferred mode: finished, its token counts not set yet (settle). */
+  uncounted?: boolean;
 }
 
 export interface PersistOptions {
@@ -146,9 +162,12 @@ export class StreamRecorder {
     const entry = this.open.get(streamId);
     if (!entry) return;
     this.open.delete(streamId);
-    entry.part = countPart(entry.part as Streaming, this.tokenizer);
     entry.dirty = true;
-    if (this.defer) return;
+    if (this.defer) {
+      entry.uncounted = true;
+      return;
+    }
+    entry.part = countPart(entry.part as Streaming, this.tokenizer);
     const part = entry.part;
     await this.drain();
     await this.writer.write(async (trx, emit) => {
@@ -176,6 +195,28 @@ export class StreamRecorder {
     await this.drain();
   }
 
+  /**
+   * Deferred mode: sets the token counts of the finished parts not counted yet, from the step's
+   * report where core allows it (usage and the session's ratio before this step; see
+   * deriveOutputTokens), else with the tokenizer. Without a report, everything is tokenized.
+   */
+  settle(usage?: Usage, ratio?: Pick<RatioState, 'ratio' | 'weight'>): void {
+    const waiting = this.entries.filter((e) => e.uncounted);
+    if (waiting.length === 0) return;
+    const parts = waiting.map((e) => e.part);
+    const derived = ratio ? deriveOutputTokens(parts, usage, ratio) : undefined;
+    waiting.forEach((entry, i) => {
+      const share = derived?.[i];
+      entry.part =
+        share !== undefined
+          ? withOutputTokens(entry.part, share, this.tokenizer)
+          : countPart(entry.part, this.tokenizer);
+      entry.uncounted = false;
+      entry.dirty = true;
+    });
+    this.tools = this.entries.flatMap((e) => (e.part.type === 'tool' ? [e.part] : []));
+  }
+
   /** Deferred mode: true when some part is not in PostgreSQL as it is now. */
   get unwritten(): boolean {
     return this.entries.some((e) => e.dirty);
@@ -186,8 +227,15 @@ export class StreamRecorder {
    * in stream order, and emits their part.updated events. Runnable tool calls go in as running.
    */
   async persist(trx: Trx, emit: (e: SessionEvent) => void, opts: PersistOptions = {}): Promise<void> {
+    await this.write(trx, emit, this.collect(opts));
+  }
+
+  private async write(
+    trx: Trx,
+    emit: (e: SessionEvent) => void,
+    { updates, inserts, emitted }: { updates: Part[]; inserts: Part[]; emitted: Part[] },
+  ): Promise<void> {
     const tenantId = this.writer.ctx.tenantId;
-    const { updates, inserts, emitted } = this.collect(opts);
     for (const part of updates) await updatePart(trx, tenantId, part);
     await insertParts(trx, tenantId, inserts);
     for (const part of emitted) emit({ type: 'part.updated', part });
@@ -198,6 +246,7 @@ export class StreamRecorder {
    * not written; the next persist or collect writes them as they are then.
    */
   markRunning(running: (call: ToolPart) => boolean): void {
+    this.settle();
     const now = Date.now();
     for (const entry of this.entries) {
       const part = entry.part;
@@ -214,6 +263,13 @@ export class StreamRecorder {
    * `append`), with the part.updated events to emit once it is committed. Marks them written.
    */
   collect(opts: PersistOptions = {}): { updates: Part[]; inserts: Part[]; emitted: Part[] } {
+    this.settle();
+    return this.take(opts);
+  }
+
+  // collect without counting: a flush during the stream writes finished parts uncounted (tokens
+  // 0, which readers estimate), and settle marks them for an update with their counts.
+  private take(opts: PersistOptions): { updates: Part[]; inserts: Part[]; emitted: Part[] } {
     const now = Date.now();
     // New rows go in with one statement, in stream order (then `append`); rows a flush already
     // inserted are updated. Inserted parts all come after the flushed ones (a flush writes every
@@ -250,7 +306,7 @@ export class StreamRecorder {
       if (!this.unwritten) return;
       await this.writer.write(async (trx, emit) => {
         for (const e of this.takeHeld()) emit(e);
-        await this.persist(trx, emit);
+        await this.write(trx, emit, this.take({}));
       });
       return;
     }
@@ -275,11 +331,15 @@ export class StreamRecorder {
       ? { status: 'error', input, error: invalid.error, time: { start: now, end: now } }
       : { status: 'pending', input };
     const draft: ToolPart = { ...this.base(), type: 'tool', callId, tool, state };
+    if (this.defer) {
+      this.entries.push({ part: draft, persisted: false, dirty: true, uncounted: true });
+      this.tools.push(draft);
+      return;
+    }
     const part = countPart(draft, this.tokenizer);
     const entry: Entry = { part, persisted: false, dirty: true };
     this.entries.push(entry);
     this.tools.push(part);
-    if (this.defer) return;
     await this.drain();
     await this.writer.write(async (trx, emit) => {
       await insertPart(trx, this.writer.ctx.tenantId, part);

@@ -1,6 +1,6 @@
 import {
   type AgentConfig,
-  countPart,
+  countToolResult,
   ingestCap,
   LooplineError,
   newId,
@@ -160,6 +160,8 @@ async function runOne(
   let done: ToolPart;
   let full: string | undefined;
   let outputId: string | undefined;
+  // The result's exact count when the truncation already took it (the same text, tokenizer).
+  let outputTokens: number | undefined;
   if (result) {
     outputId = newId('out');
     // The window's share caps one output too (exact tokens): none may force a compaction alone.
@@ -170,6 +172,7 @@ async function runOne(
       tokenizer: deps.tokenizer,
     });
     if (cut.truncated) full = result.output;
+    outputTokens = cut.tokens;
     done = {
       ...call,
       state: {
@@ -195,7 +198,8 @@ async function runOne(
       state: { status: 'error', input, error: failure ?? 'tool failed', time: { start, end } },
     };
   }
-  done = countPart(done, deps.tokenizer);
+  // Only the result is new: the call's input was counted when the stream's parts were written.
+  done = countToolResult(done, call, deps.tokenizer, outputTokens);
   const write: ToolResultWrite = {
     tenantId,
     sessionId,

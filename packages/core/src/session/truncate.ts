@@ -10,7 +10,7 @@ import {
   TRUNCATE_WINDOW_SHARE,
 } from '../config.ts';
 import { type BudgetConfig, contextBudget } from './overflow.ts';
-import { countCapped, type Tokenizer } from './tokens.ts';
+import { countCapped, EXACT_COUNT_CAP_CHARS, type Tokenizer } from './tokens.ts';
 
 export interface TruncateOptions {
   maxLines?: number;
@@ -37,6 +37,11 @@ export interface TruncationInfo {
 
 export interface TruncateResult {
   text: string;
+  /**
+   * The exact count of `text` (countCapped with the options' tokenizer) when the token cap made the
+   * truncation count it anyway: the caller stores it instead of tokenizing the same text again.
+   */
+  tokens?: number;
   truncated?: TruncationInfo;
 }
 
@@ -96,9 +101,20 @@ export function truncateToolOutput(text: string, opts: TruncateOptions): Truncat
   const totalBytes = utf8Length(text);
   const cap = opts.tokenizer ? opts.maxTokens : undefined;
   // A token covers at least one byte: an output within the cap in bytes is within it in tokens.
-  const overTokens = (t: string, bytes: number) =>
-    cap !== undefined && bytes > cap && countCapped(opts.tokenizer!, t) > cap;
-  if (lines.length <= maxLines && totalBytes <= maxBytes && !overTokens(text, totalBytes)) return { text };
+  // `counted` keeps the count of the last text measured, for TruncateResult.tokens.
+  let counted: { text: string; tokens: number } | undefined;
+  const overTokens = (t: string, bytes: number) => {
+    if (cap === undefined || bytes <= cap) return false;
+    counted = { text: t, tokens: countCapped(opts.tokenizer!, t) };
+    return counted.tokens > cap;
+  };
+  const result = (out: string, truncated?: TruncationInfo): TruncateResult => ({
+    text: out,
+    ...(counted?.text === out ? { tokens: counted.tokens } : {}),
+    ...(truncated ? { truncated } : {}),
+  });
+  if (lines.length <= maxLines && totalBytes <= maxBytes && !overTokens(text, totalBytes))
+    return result(text);
 
   const kept: string[] = [];
   let bytes = 0;
@@ -139,23 +155,23 @@ export function truncateToolOutput(text: string, opts: TruncateOptions): Truncat
       bytes = utf8Length(preview);
       keptLines = preview === '' ? 0 : preview.split('\n').length;
       out = render(preview, bytes, keptLines, true);
-      const over = tokenizer.count(out) - cap;
+      const tokens = tokenizer.count(out);
+      // tokenizer.count and countCapped agree up to the exact-count cap.
+      counted = out.length <= EXACT_COUNT_CAP_CHARS ? { text: out, tokens } : undefined;
+      const over = tokens - cap;
       if (over <= 0 || preview === '') break;
       budget -= over; // tokens merged differently at the joins: shrink by the excess and retry
     }
     hitBytes = true;
   }
-  return {
-    text: out,
-    truncated: {
-      totalLines: lines.length,
-      totalBytes,
-      direction,
-      // A partial line is kept only when nothing else fitted: count it as shown.
-      omittedLines: lines.length - keptLines,
-      omittedBytes: totalBytes - bytes,
-    },
-  };
+  return result(out, {
+    totalLines: lines.length,
+    totalBytes,
+    direction,
+    // A partial line is kept only when nothing else fitted: count it as shown.
+    omittedLines: lines.length - keptLines,
+    omittedBytes: totalBytes - bytes,
+  });
 }
 
 /**
