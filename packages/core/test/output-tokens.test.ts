@@ -113,6 +113,20 @@ describe('withOutputTokens', () => {
     expect(pending.tokens).toBe(8 + counted.outputTokens!);
     // Only the placeholder result was tokenized, not the input.
     expect(tk.calls).toHaveLength(1);
+    // The placeholder is the same for every call not run yet: counted once per tokenizer.
+    withOutputTokens(call({ other: true }), 3, tk);
+    expect(tk.calls).toHaveLength(1);
+  });
+
+  it("counts an invalid call's error as its result", () => {
+    const tk = counter();
+    const invalid: ToolPart = {
+      ...call({}),
+      state: { status: 'error', input: {}, error: 'x'.repeat(40), time: { start: 1, end: 1 } },
+    };
+    const part = withOutputTokens(invalid, 2, tk);
+    expect(part.outputTokens).toBe(10);
+    expect(part.tokens).toBe(12);
   });
 });
 

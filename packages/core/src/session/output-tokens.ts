@@ -8,7 +8,14 @@
 import type { Part, ToolPart } from '../schema/part.ts';
 import type { Usage } from '../schema/usage.ts';
 import type { RatioState } from './estimate.ts';
-import { estimateTokens, type Tokenizer, toolInputTokens, toolOutputTokens } from './tokens.ts';
+import {
+  countCappedMemo,
+  estimateTokens,
+  type Tokenizer,
+  toolInputTokens,
+  toolOutputTokens,
+  toolResultText,
+} from './tokens.ts';
 
 /**
  * A derived total below this share of the cheap estimate of the same text (or above
@@ -65,7 +72,11 @@ export function deriveOutputTokens(
  */
 export function withOutputTokens<P extends Part>(part: P, derived: number, tokenizer: Tokenizer): P {
   if (part.type !== 'tool') return { ...part, tokens: derived };
-  const outputTokens = toolOutputTokens(part, tokenizer);
+  // A call not run yet shows the same placeholder every time: counted once per process.
+  const waiting = part.state.status === 'pending' || part.state.status === 'running';
+  const outputTokens = waiting
+    ? countCappedMemo(tokenizer, toolResultText(part))
+    : toolOutputTokens(part, tokenizer);
   return { ...part, tokens: derived + outputTokens, outputTokens };
 }
 
