@@ -7,7 +7,7 @@ import { scheduleBackground } from '../compaction/background.ts';
 import { appendCompactionMarker } from '../compaction/marker.ts';
 import { prunePass } from '../compaction/prune-pass.ts';
 import { endAbortedTurn } from '../control/abort.ts';
-import type { WorkerDeps } from '../deps.ts';
+import type { CacheDeps, Flags, Hooks, Jobs, Metered, Resources, Tokens, WorkerDeps } from '../deps.ts';
 import { withSessionLease } from '../lease-runner.ts';
 import { loadContext, type SessionContext } from '../session-context.ts';
 import { setStatus } from '../session-status.ts';
@@ -54,7 +54,7 @@ export async function processPrune(deps: WorkerDeps, job: Job<PruneJob>, token?:
 }
 
 async function compactIfNeeded(
-  deps: WorkerDeps,
+  deps: Resources & Tokens & Metered & Hooks & Flags & CacheDeps,
   writer: SessionWriter,
   initial: SessionContext,
   data: PruneJob,
@@ -114,7 +114,7 @@ async function compactIfNeeded(
 }
 
 export async function enqueueCompact(
-  deps: WorkerDeps,
+  deps: Jobs,
   tenantId: string,
   sessionId: string,
   messageId: string,
