@@ -1,4 +1,6 @@
 import { createServer, type Server } from 'node:http';
+import { parseEnv } from '@loopline/core';
+import { demoEnv } from './config.ts';
 
 // The demo's webhook tool server: `lookup` answers questions about a topic from a small table,
 // `save_note` stores a note in memory. It counts calls per call id, so tests can prove that a
@@ -73,6 +75,8 @@ export async function startToolServer(port = 0, host = '127.0.0.1'): Promise<Too
 // Standalone: `node apps/cli/src/demo-tools.ts [port]` serves the same tools (default port 4020),
 // e.g. for the README's own tool example when the gateway and worker run by hand.
 if (import.meta.main) {
-  const server = await startToolServer(Number(process.argv[2] ?? process.env.DEMO_TOOLS_PORT ?? 4020));
+  // An explicit port argument wins; else DEMO_TOOLS_PORT as the demo's schema parses it.
+  const env = parseEnv(demoEnv.pick({ DEMO_TOOLS_PORT: true }), process.env, 'demo-tools');
+  const server = await startToolServer(process.argv[2] ? Number(process.argv[2]) : env.DEMO_TOOLS_PORT);
   process.stdout.write(`demo tools listening on ${server.url} (/lookup, /save_note, /big, /slow)\n`);
 }

@@ -1,3 +1,4 @@
+import { databaseEnv, parseEnv } from '@loopline/core';
 import pg from 'pg';
 
 /** Creates the database named in `url` when it does not exist (connecting to `postgres`). */
@@ -21,5 +22,7 @@ export async function ensureDatabase(url: string): Promise<void> {
 // Standalone: `node apps/cli/src/ensure-database.ts` creates $DATABASE_URL's database (the
 // gateway and worker migrate it but expect it to exist).
 if (import.meta.main) {
-  await ensureDatabase(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/loopline');
+  // The same DATABASE_URL schema (default and checks) as the gateway and worker.
+  const env = parseEnv(databaseEnv.pick({ DATABASE_URL: true }), process.env, 'ensure-database');
+  await ensureDatabase(env.DATABASE_URL);
 }

@@ -67,3 +67,32 @@ export interface WorkerDeps {
    */
   sessionCache?: SessionCache | null;
 }
+
+// Narrow contexts (BullMQ's LockManagerWorkerContext is the model): a function asks for the
+// groups it uses, composed with `&`; callers still hand in the one WorkerDeps, which fits every
+// group structurally. The field docs stay on WorkerDeps above.
+
+/** PostgreSQL. */
+export type Store = Pick<WorkerDeps, 'db'>;
+/** Redis state and pub/sub under the deployment's key space. */
+export type Bus = Pick<WorkerDeps, 'redis' | 'keys'>;
+/** The BullMQ queues a job wakes or schedules. */
+export type Jobs = Pick<WorkerDeps, 'queues'>;
+export type Log = Pick<WorkerDeps, 'logger'>;
+/** The shared resources most jobs touch: database, Redis, queues, logger. */
+export type Resources = Store & Bus & Jobs & Log;
+export type Tokens = Pick<WorkerDeps, 'tokenizer'>;
+/** What opening a model endpoint or an outbound call needs: providers, egress gates, secrets. */
+export type Models = Pick<WorkerDeps, 'llm' | 'egress' | 'secrets'>;
+export type Metered = Pick<WorkerDeps, 'metrics'>;
+/** The test hook (racepoints). */
+export type Hooks = Pick<WorkerDeps, 'racepoint'>;
+export type Flags = Pick<WorkerDeps, 'flags'>;
+export type FairnessDeps = Pick<WorkerDeps, 'fairness'>;
+/** Session lock timings (lease-runner.ts). */
+export type LeaseTimings = Pick<WorkerDeps, 'lockTtlMs' | 'lockRetryMs'>;
+/** Per-turn error limits. */
+export type TurnLimits = Pick<WorkerDeps, 'maxProviderRetries' | 'maxInterruptedSteps'>;
+export type Titles = Pick<WorkerDeps, 'titles'>;
+/** The per-worker session cache setting (session-context.ts sessionCacheOf). */
+export type CacheDeps = Pick<WorkerDeps, 'sessionCache'>;

@@ -3,7 +3,7 @@ import { acquireLease, wakeSession } from '@loopline/queue';
 import { DelayedError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { cancellationSignalOf } from './control/abort.ts';
-import type { WorkerDeps } from './deps.ts';
+import type { Hooks, Jobs, LeaseTimings, Log, Metered, Resources, Tokens, WorkerDeps } from './deps.ts';
 import { SessionWriter } from './session-writer.ts';
 
 // What every session job does around its work: take the session lock (or put the job back as
@@ -41,7 +41,7 @@ export function jobLogBindings(
 }
 
 export async function withSessionLease<T>(
-  deps: WorkerDeps,
+  deps: Resources & Tokens & Metered & Hooks & LeaseTimings,
   job: Job<{ tenantId: string; sessionId: string }>,
   token: string | undefined,
   work: (ctx: LeasedContext) => Promise<T>,
@@ -88,7 +88,11 @@ export async function withSessionLease<T>(
   }
 }
 
-async function resumeLater(deps: WorkerDeps, tenantId: string, sessionId: string): Promise<void> {
+async function resumeLater(
+  deps: Jobs & Log & Pick<WorkerDeps, 'lockTtlMs'>,
+  tenantId: string,
+  sessionId: string,
+): Promise<void> {
   await wakeSession(
     deps.queues,
     'resume',

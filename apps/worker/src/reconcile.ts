@@ -20,7 +20,7 @@ import {
 } from '@loopline/queue';
 import { continueTrace, sessionAttributes } from '@loopline/telemetry';
 import type { Job, JobType } from 'bullmq';
-import type { WorkerDeps } from './deps.ts';
+import type { Jobs, Log, Resources, Store, WorkerDeps } from './deps.ts';
 import { sessionPriority } from './fairness/options.ts';
 import { DELIVERY_GRACE_MS, healWebhookDeliveries } from './webhooks/outbox.ts';
 
@@ -137,7 +137,7 @@ export interface ReconcileResult {
 
 /** One reconciler pass (the scheduler's job; tests call it directly). */
 export async function reconcileOnce(
-  deps: WorkerDeps,
+  deps: Resources,
   opts: {
     afterMs: number;
     limit?: number;
@@ -216,7 +216,7 @@ export async function reconcileOnce(
 }
 
 async function wakeStalled(
-  deps: WorkerDeps,
+  deps: Store & Jobs & Log,
   s: StalledSession,
 ): Promise<ReconcileResult['woken'][number] | undefined> {
   const { tenantId, sessionId } = s;
@@ -258,7 +258,7 @@ async function wakeStalled(
  * timeout jobs of its client calls with a deadline ahead. Undefined when nothing is due.
  */
 async function wakeWaiting(
-  deps: WorkerDeps,
+  deps: Store & Jobs & Log,
   session: SessionInfo,
 ): Promise<ReconcileResult['woken'][number] | undefined> {
   const { tenantId, id: sessionId } = session;
@@ -311,11 +311,7 @@ async function wakeWaiting(
 }
 
 /** The child stopped (idle or error, no abort pending) or is gone: the parent has an answer to write. */
-async function childStopped(
-  deps: WorkerDeps,
-  tenantId: string,
-  childId: string | undefined,
-): Promise<boolean> {
+async function childStopped(deps: Store, tenantId: string, childId: string | undefined): Promise<boolean> {
   if (!childId) return true;
   const child = await getSession(deps.db, tenantId, childId);
   if (!child) return true;
@@ -323,7 +319,10 @@ async function childStopped(
 }
 
 /** Re-adds the flow of running batches whose parent job Redis lost (see the top of the file). */
-async function reconcileBatches(deps: WorkerDeps, afterMs: number): Promise<ReconcileResult['batches']> {
+async function reconcileBatches(
+  deps: Store & Jobs & Log,
+  afterMs: number,
+): Promise<ReconcileResult['batches']> {
   const out: ReconcileResult['batches'] = [];
   for (const batch of await listRunningBatches(deps.db, { olderThanMs: afterMs })) {
     try {
@@ -348,7 +347,7 @@ async function reconcileBatches(deps: WorkerDeps, afterMs: number): Promise<Reco
 }
 
 /** The scheduler's processor. */
-export async function processReconcile(deps: WorkerDeps, job: Job<ReconcileJob>): Promise<void> {
+export async function processReconcile(deps: Resources, job: Job<ReconcileJob>): Promise<void> {
   let result: ReconcileResult;
   try {
     result = await reconcileOnce(deps, { afterMs: job.data.afterMs });
@@ -386,7 +385,10 @@ export interface Reconciler {
  * ready again and, in case it missed that, whenever a check every interval finds it gone.
  * intervalMs 0 removes the scheduler.
  */
-export async function startReconciler(deps: WorkerDeps, opts: ReconcileOptions): Promise<Reconciler> {
+export async function startReconciler(
+  deps: Jobs & Log & Pick<WorkerDeps, 'redis'>,
+  opts: ReconcileOptions,
+): Promise<Reconciler> {
   const queue = deps.queues.reconcile;
   if (opts.intervalMs <= 0) {
     await queue.removeJobScheduler(RECONCILE_SCHEDULER_ID).catch(() => undefined);

@@ -16,7 +16,7 @@ import {
 } from '@loopline/core';
 import { getSession, latestCompletedCompaction, loadHistory, type SessionInfo } from '@loopline/db';
 import { agentLimits, capabilitiesFor, tokenizerFamily } from '@loopline/llm';
-import type { WorkerDeps } from './deps.ts';
+import type { CacheDeps, Metered, Store, Tokens, WorkerDeps } from './deps.ts';
 import { defaultSessionCache, SessionCache, type ViewFacts } from './session-cache.ts';
 import { type RequestShape, requestShape } from './step/request.ts';
 
@@ -66,7 +66,7 @@ export function sessionRatio(
 }
 
 export async function loadContext(
-  deps: WorkerDeps,
+  deps: Store & Tokens & Metered & CacheDeps,
   tenantId: string,
   sessionId: string,
   /** The row just read by the caller (e.g. acquireFenceWithSession): skips the getSession. */
@@ -90,7 +90,7 @@ export async function loadContext(
  * both, so a step does not walk the whole view to find them).
  */
 export async function contextOf(
-  deps: WorkerDeps,
+  deps: Store & Tokens,
   session: SessionInfo,
   history: WithParts[],
   compacted: WithParts[] = filterCompacted(history),
@@ -170,7 +170,7 @@ function estimateWith(
 
 /** The growth guard's reference: what the newest completed compaction left (provider scale). */
 export async function lastCompactionTokensAfter(
-  deps: WorkerDeps,
+  deps: Store,
   tenantId: string,
   sessionId: string,
 ): Promise<number | undefined> {
@@ -178,13 +178,15 @@ export async function lastCompactionTokensAfter(
   return last?.tokensAfter ?? undefined;
 }
 
-const caches = new WeakMap<WorkerDeps, SessionCache>();
+// Keyed by the deps object the caller passes (always the process's one WorkerDeps), so the
+// narrow type below does not change which cache a job finds.
+const caches = new WeakMap<object, SessionCache>();
 
 /**
  * The worker's session cache: `deps.sessionCache` (main.ts sizes it from WORKER_SESSION_CACHE_*),
  * else one with the default size per deps object; `null` turns it off.
  */
-export function sessionCacheOf(deps: WorkerDeps): SessionCache | undefined {
+export function sessionCacheOf(deps: Pick<WorkerDeps, 'sessionCache' | 'metrics'>): SessionCache | undefined {
   if (deps.sessionCache === null) return undefined;
   if (deps.sessionCache) return deps.sessionCache.enabled ? deps.sessionCache : undefined;
   let cache = caches.get(deps);

@@ -15,7 +15,7 @@ import {
 } from '@loopline/db';
 import { jobIds } from '@loopline/queue';
 import { notifyParent } from './control/notify.ts';
-import type { WorkerDeps } from './deps.ts';
+import type { Bus, Jobs, Log } from './deps.ts';
 import { runStopped } from './fairness/loop-stopped.ts';
 import type { SessionWriter } from './session-writer.ts';
 
@@ -34,7 +34,11 @@ export async function setStatus(writer: SessionWriter, status: RunningStatus): P
   });
 }
 
-export async function goIdle(deps: WorkerDeps, writer: SessionWriter, stepCount: number): Promise<void> {
+export async function goIdle(
+  deps: Bus & Jobs & Log,
+  writer: SessionWriter,
+  stepCount: number,
+): Promise<void> {
   const { tenantId, sessionId } = writer.ctx;
   await writer.write(async (trx, emit) => {
     await setSessionStatus(trx, tenantId, sessionId, 'idle', null, null);

@@ -12,7 +12,7 @@ import {
 } from '@loopline/db';
 import { publishEvents, type WebhookEvent, webhookEventsOf } from '@loopline/queue';
 import { currentTraceparent, tracingActive } from '@loopline/telemetry';
-import type { WorkerDeps } from './deps.ts';
+import type { Hooks, Resources, Tokens, WorkerDeps } from './deps.ts';
 import { queueWebhookJobs } from './webhooks/outbox.ts';
 
 // Every write a runner makes goes through here: one PostgreSQL transaction that first checks the
@@ -32,10 +32,13 @@ export interface Fenced {
 /** Given to a one-statement write: the outbox CTE for the session events it will emit. */
 export type OutboxCte = (events: readonly SessionEvent[]) => FencedCte[];
 
+/** What a writer and the code holding one use through `writer.deps`. */
+export type WriterDeps = Resources & Tokens & Hooks;
+
 export class SessionWriter {
-  readonly deps: WorkerDeps;
+  readonly deps: WriterDeps;
   readonly ctx: Fenced;
-  constructor(deps: WorkerDeps, ctx: Fenced) {
+  constructor(deps: WriterDeps, ctx: Fenced) {
     this.deps = deps;
     this.ctx = ctx;
   }

@@ -2,7 +2,6 @@ import { saveToolOutput } from '@loopline/db';
 import { describe, expect } from 'vitest';
 import { pgTest as test } from '../../../packages/testkit/src/fixtures.ts';
 import { makeSessionWithTenant } from '../../../packages/testkit/src/index.ts';
-import type { WorkerDeps } from '../src/deps.ts';
 import { readOutput } from '../src/tools/read-output.ts';
 
 // The built-in read_output tool on the real PostgreSQL: pages and searches a stored full output,
@@ -24,7 +23,7 @@ describe('read_output', () => {
         retentionDays: 7,
       }),
     );
-    const deps = { db: pg.db } as WorkerDeps;
+    const deps = { db: pg.db };
     const ctx = { tenantId: tenant.id, sessionId: session.id };
 
     const page = await readOutput(deps, ctx, { outputId: 'out_1', offset: 10, limit: 5 });
@@ -62,7 +61,7 @@ describe('read_output', () => {
         retentionDays: 7,
       }),
     );
-    const deps = { db: pg.db } as WorkerDeps;
+    const deps = { db: pg.db };
     const other = await readOutput(
       deps,
       { tenantId: b.tenant.id, sessionId: b.session.id },

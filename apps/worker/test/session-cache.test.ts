@@ -18,7 +18,6 @@ import { createTokenizer } from '@loopline/llm';
 import { describe, expect } from 'vitest';
 import { pgTest as test } from '../../../packages/testkit/src/fixtures.ts';
 import { makeSessionWithTenant } from '../../../packages/testkit/src/index.ts';
-import type { WorkerDeps } from '../src/deps.ts';
 import { SessionCache } from '../src/session-cache.ts';
 import { loadContext } from '../src/session-context.ts';
 
@@ -166,8 +165,8 @@ function writerOf(db: Db, fx: Fixture) {
   };
 }
 
-function depsWith(db: Db, sessionCache: SessionCache | null): WorkerDeps {
-  return { db, tokenizer: createTokenizer('o200k_base'), sessionCache } as unknown as WorkerDeps;
+function depsWith(db: Db, sessionCache: SessionCache | null) {
+  return { db, tokenizer: createTokenizer('o200k_base'), sessionCache };
 }
 
 /** The cache's answer equals a fresh load (log and view); returns whether it was a hit. */

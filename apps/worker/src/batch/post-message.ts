@@ -7,7 +7,7 @@ import {
   transitionSessionStatus,
 } from '@loopline/db';
 import { publishEvents, wakeSession } from '@loopline/queue';
-import type { WorkerDeps } from '../deps.ts';
+import type { Jobs, Resources, Tokens } from '../deps.ts';
 
 // A batch item posts its next user message, as the gateway's POST …/messages would, in one
 // transaction: the session idle → queued, the message (its id derived from the session and the
@@ -22,7 +22,7 @@ export function batchMessageId(sessionId: string, n: number): string {
 }
 
 export async function postBatchMessage(
-  deps: WorkerDeps,
+  deps: Resources & Tokens,
   item: BatchItemInfo,
   session: SessionInfo,
 ): Promise<boolean> {
@@ -66,7 +66,7 @@ export async function postBatchMessage(
 
 /** The wake job of a posted message (deterministic id: adding it again is a no-op or a repair). */
 export async function wakeBatchSession(
-  deps: WorkerDeps,
+  deps: Jobs,
   tenantId: string,
   sessionId: string,
   messageId: string,

@@ -1,7 +1,7 @@
 import { backgroundSkipReason as skipReason } from '@loopline/core';
 import { jobIds, PRIORITY } from '@loopline/queue';
 import type { Logger } from 'pino';
-import type { WorkerDeps } from '../deps.ts';
+import type { Flags, Jobs, Store } from '../deps.ts';
 import { lastCompactionTokensAfter, type SessionContext } from '../session-context.ts';
 
 // Background compaction (docs/context.md §2, the background threshold): an idle session whose next
@@ -14,7 +14,7 @@ import { lastCompactionTokensAfter, type SessionContext } from '../session-conte
  * when it should get one. The last compaction is read only when the threshold is reached.
  */
 export async function backgroundSkipReason(
-  deps: WorkerDeps,
+  deps: Store & Flags,
   ctx: SessionContext,
 ): Promise<string | undefined> {
   return skipReason({
@@ -32,7 +32,11 @@ export async function backgroundSkipReason(
 }
 
 /** Called after the idle prune pass. */
-export async function scheduleBackground(deps: WorkerDeps, ctx: SessionContext, log: Logger): Promise<void> {
+export async function scheduleBackground(
+  deps: Store & Jobs & Flags,
+  ctx: SessionContext,
+  log: Logger,
+): Promise<void> {
   const skip = await backgroundSkipReason(deps, ctx);
   if (skip) {
     log.debug({ reason: skip, estimate: ctx.estimate }, 'no background compaction');
@@ -54,7 +58,7 @@ export async function scheduleBackground(deps: WorkerDeps, ctx: SessionContext, 
 
 /** A turn is starting: the delayed background job of the idle period before it is obsolete. */
 export async function cancelBackground(
-  deps: WorkerDeps,
+  deps: Jobs,
   sessionId: string,
   stepCount: number,
   log: Logger,

@@ -12,7 +12,7 @@ import {
   type WithParts,
 } from '@loopline/core';
 import type { ClassifiedError } from '@loopline/llm';
-import type { WorkerDeps } from '../deps.ts';
+import type { Hooks, Metered, Models, Store, Tokens } from '../deps.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { requestTokens, type SummaryModel, type SummaryOutcome, summarize } from './summarize.ts';
 
@@ -45,7 +45,10 @@ export const MAX_CHUNKS = 12;
 /** Below this chunk size a summary says little more than the structural one. */
 export const MIN_CHUNK_TOKENS = 256;
 
-export async function summarizeHead(deps: WorkerDeps, input: HeadSummaryInput): Promise<HeadSummary> {
+export async function summarizeHead(
+  deps: Models & Store & Tokens & Metered & Hooks,
+  input: HeadSummaryInput,
+): Promise<HeadSummary> {
   const { model, ratio } = input;
   const messages = buildCompactionInput(input.head, input.prompt);
   const size = Math.ceil(requestTokens(deps.tokenizer, messages) * ratio);
@@ -66,7 +69,7 @@ export async function summarizeHead(deps: WorkerDeps, input: HeadSummaryInput): 
 }
 
 async function summarizeInChunks(
-  deps: WorkerDeps,
+  deps: Models & Store & Tokens & Metered & Hooks,
   input: HeadSummaryInput,
   before: number,
 ): Promise<HeadSummary> {

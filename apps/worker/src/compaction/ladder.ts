@@ -15,7 +15,7 @@ import {
   type WithParts,
 } from '@loopline/core';
 import type { Logger } from 'pino';
-import type { WorkerDeps } from '../deps.ts';
+import type { Hooks, Metered, Models, Store, Tokens } from '../deps.ts';
 import { type SessionContext, sessionRatio } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { summarizeHead } from './head-summary.ts';
@@ -60,7 +60,10 @@ export interface LadderResult {
   requests: number;
 }
 
-export async function runLadder(deps: WorkerDeps, input: LadderInput): Promise<LadderResult> {
+export async function runLadder(
+  deps: Models & Store & Tokens & Metered & Hooks,
+  input: LadderInput,
+): Promise<LadderResult> {
   const { ctx, range, log } = input;
   const plans = planCompaction(
     {
@@ -125,7 +128,7 @@ export async function runLadder(deps: WorkerDeps, input: LadderInput): Promise<L
 }
 
 function structuralRung(
-  deps: WorkerDeps,
+  deps: Tokens,
   plans: ReturnType<typeof planCompaction>,
   usage: Usage,
   error: ErrorData | undefined,

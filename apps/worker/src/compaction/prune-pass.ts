@@ -7,7 +7,7 @@ import {
   type ToolPart,
 } from '@loopline/core';
 import { finishStep, startStep, updatePart } from '@loopline/db';
-import type { WorkerDeps } from '../deps.ts';
+import type { Flags } from '../deps.ts';
 import type { SessionContext } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
 
@@ -23,7 +23,7 @@ export interface PruneResult {
 }
 
 export async function prunePass(
-  deps: WorkerDeps,
+  deps: Flags,
   writer: SessionWriter,
   ctx: SessionContext,
   job: { id: string; attempt: number },

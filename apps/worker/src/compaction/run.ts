@@ -17,7 +17,7 @@ import { wakeSession } from '@loopline/queue';
 import { sessionAttributes, withSpan } from '@loopline/telemetry';
 import type { Logger } from 'pino';
 import { isUserAbort } from '../abort-reason.ts';
-import type { WorkerDeps } from '../deps.ts';
+import type { CacheDeps, Hooks, Jobs, Metered, Models, Store, Tokens } from '../deps.ts';
 import { loadContext, type SessionContext, sessionRatio } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { commitCompaction, type NextMove } from './commit.ts';
@@ -46,7 +46,7 @@ export interface RunCompactionInput {
 }
 
 export async function runCompaction(
-  deps: WorkerDeps,
+  deps: Models & Store & Jobs & Tokens & Metered & Hooks & CacheDeps,
   writer: SessionWriter,
   input: RunCompactionInput,
 ): Promise<NextMove | 'aborted' | undefined> {
@@ -229,7 +229,7 @@ function reasonOf(part: CompactionPart): CompactionReason {
   return part.overflow ? 'overflow' : 'auto';
 }
 
-async function wake(deps: WorkerDeps, tenantId: string, sessionId: string, markerId: string, kind: string) {
+async function wake(deps: Jobs, tenantId: string, sessionId: string, markerId: string, kind: string) {
   await wakeSession(
     deps.queues,
     'compacted',

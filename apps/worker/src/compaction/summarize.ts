@@ -11,7 +11,7 @@ import {
   type Usage,
 } from '@loopline/core';
 import { type ClassifiedError, streamStep } from '@loopline/llm';
-import type { WorkerDeps } from '../deps.ts';
+import type { Hooks, Metered, Models, Store, Tokens } from '../deps.ts';
 import { secondsSince } from '../metrics.ts';
 import { modelFor } from '../model-endpoint.ts';
 import type { SessionWriter } from '../session-writer.ts';
@@ -62,7 +62,10 @@ export interface SummarizeInput {
 export const SUMMARY_ATTEMPTS = 3;
 const MAX_BACKOFF_MS = 5_000;
 
-export async function summarize(deps: WorkerDeps, input: SummarizeInput): Promise<SummaryOutcome> {
+export async function summarize(
+  deps: Models & Store & Tokens & Metered & Hooks,
+  input: SummarizeInput,
+): Promise<SummaryOutcome> {
   // Never send a request the window cannot take (no request made): the ladder reads an overflow
   // and tries its next rung.
   if (input.model.ratio !== undefined && !summaryFit(deps, input).fits) {
@@ -85,7 +88,7 @@ export async function summarize(deps: WorkerDeps, input: SummarizeInput): Promis
 }
 
 /** The request sized with the ratio and margin: does it fit with its output, and how much output to ask for. */
-function summaryFit(deps: WorkerDeps, input: SummarizeInput) {
+function summaryFit(deps: Tokens, input: SummarizeInput) {
   const size = Math.ceil(requestTokens(deps.tokenizer, input.messages) * (input.model.ratio ?? 1));
   return fitRequest(size, input.model.limits);
 }
@@ -93,7 +96,10 @@ function summaryFit(deps: WorkerDeps, input: SummarizeInput) {
 type AttemptOutcome = DistributiveOmit<SummaryOutcome, 'requests'>;
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
-async function summarizeOnce(deps: WorkerDeps, input: SummarizeInput): Promise<AttemptOutcome> {
+async function summarizeOnce(
+  deps: Models & Store & Tokens & Metered & Hooks,
+  input: SummarizeInput,
+): Promise<AttemptOutcome> {
   const { model, signal } = input;
   const fit = summaryFit(deps, input);
   const recorder = input.persist

@@ -29,7 +29,7 @@ import {
 } from '@loopline/queue';
 import type { Logger } from 'pino';
 import { SESSION_ABORT_REASON } from '../abort-reason.ts';
-import type { WorkerDeps } from '../deps.ts';
+import type { Bus, Jobs, Log, Resources, Store, Tokens } from '../deps.ts';
 import { runStopped } from '../fairness/loop-stopped.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { interruptTool } from '../step/recover.ts';
@@ -85,7 +85,7 @@ export class SessionJobs {
 }
 
 /** Subscribes this process to the abort broadcast; close() on shutdown. */
-export function listenForAborts(deps: WorkerDeps, jobs: SessionJobs): { close(): Promise<void> } {
+export function listenForAborts(deps: Bus & Log, jobs: SessionJobs): { close(): Promise<void> } {
   const connection = duplicateRedis(deps.redis, { maxRetriesPerRequest: null });
   connection.on('error', (err) => deps.logger.warn({ err }, 'abort subscription connection error'));
   const subscribed: Promise<AbortSubscription | undefined> = subscribeAborts(connection, deps.keys, (ids) => {
@@ -110,7 +110,7 @@ export function listenForAborts(deps: WorkerDeps, jobs: SessionJobs): { close():
  * (apps/gateway/src/lib/abort.ts) with the same three moves.
  */
 export async function requestSessionAbort(
-  deps: WorkerDeps,
+  deps: Store & Bus & Jobs,
   tenantId: string,
   sessionIds: readonly string[],
   log: Logger,
@@ -144,7 +144,7 @@ export type AbortOutcome =
 
 /** Ends the turn if an abort was requested (see the top of this file). Under the step's lease. */
 export async function endAbortedTurn(
-  deps: WorkerDeps,
+  deps: Resources & Tokens,
   writer: SessionWriter,
   log: Logger,
 ): Promise<AbortOutcome> {

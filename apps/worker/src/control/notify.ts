@@ -1,7 +1,7 @@
 import type { SessionInfo } from '@loopline/db';
 import { wakeSession } from '@loopline/queue';
 import type { Logger } from 'pino';
-import type { WorkerDeps } from '../deps.ts';
+import type { Jobs } from '../deps.ts';
 
 // Child → parent: when a child session (started by the task tool) stops — its loop exited, failed
 // or was aborted — its runner enqueues a step of the parent, which, under the parent's lease,
@@ -13,7 +13,7 @@ import type { WorkerDeps } from '../deps.ts';
 // so a notification lost in a crash is healed by the parent's next wake.
 
 export async function notifyParent(
-  deps: WorkerDeps,
+  deps: Jobs,
   child: Pick<SessionInfo, 'id' | 'tenantId' | 'parentSessionId' | 'stepCount'>,
   log: Logger,
 ): Promise<void> {

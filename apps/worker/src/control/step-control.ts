@@ -1,6 +1,6 @@
 import { deferredOf } from '@loopline/core';
 import type { Logger } from 'pino';
-import type { WorkerDeps } from '../deps.ts';
+import type { CacheDeps, Metered, Resources, Tokens } from '../deps.ts';
 import { loadContext, type SessionContext } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { unfinishedAssistants } from '../step/recover.ts';
@@ -14,7 +14,7 @@ import { settleDeferred } from './waits.ts';
 // undefined when the step is over.
 
 export async function applySessionControl(
-  deps: WorkerDeps,
+  deps: Resources & Tokens & Metered & CacheDeps,
   writer: SessionWriter,
   ctx: SessionContext,
   log: Logger,

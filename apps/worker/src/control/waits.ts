@@ -10,7 +10,7 @@ import {
 import { getSession, loadHistory, setSessionStatus, writeLateToolResult } from '@loopline/db';
 import { wakeSession } from '@loopline/queue';
 import type { Logger } from 'pino';
-import type { WorkerDeps } from '../deps.ts';
+import type { Jobs, Resources, Store, Tokens } from '../deps.ts';
 import { runStopped } from '../fairness/loop-stopped.ts';
 import type { SessionContext } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
@@ -29,7 +29,7 @@ import type { SessionWriter } from '../session-writer.ts';
 
 /** Writes the results of deferred calls that are already known; true when it wrote any. */
 export async function settleDeferred(
-  deps: WorkerDeps,
+  deps: Store & Tokens,
   writer: SessionWriter,
   ctx: SessionContext,
   log: Logger,
@@ -91,7 +91,7 @@ function toResult(answer: ChildAnswer, call: DeferredCall): LateResult {
 
 /** The child's answer once it stopped; undefined while it works (queued, running, waiting, …). */
 async function answerOfChild(
-  deps: WorkerDeps,
+  deps: Store,
   tenantId: string,
   call: DeferredCall,
 ): Promise<ChildAnswer | undefined> {
@@ -107,7 +107,7 @@ async function answerOfChild(
 
 /** decide() said `wait`: status `waiting`, and the jobs that will end the wait are in the queue. */
 export async function enterWait(
-  deps: WorkerDeps,
+  deps: Resources,
   writer: SessionWriter,
   ctx: SessionContext,
   calls: DeferredCall[],
@@ -151,7 +151,7 @@ export async function enterWait(
 
 /** Re-adds the child's first step under its wake id: a no-op unless it was lost. */
 async function ensureChildRuns(
-  deps: WorkerDeps,
+  deps: Store & Jobs,
   tenantId: string,
   call: DeferredCall,
   ctx: SessionContext,

@@ -8,7 +8,7 @@ import {
 } from '@loopline/db';
 import { acquireSlot, renewSlot, reserveTokens, settleTokens, type TokenReservation } from '@loopline/queue';
 import { DelayedError, type Job } from 'bullmq';
-import type { WorkerDeps } from '../deps.ts';
+import type { FairnessDeps, Resources } from '../deps.ts';
 import type { SessionContext } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import type { CallOutcome } from '../step/call-model.ts';
@@ -32,7 +32,7 @@ export interface Admission {
 }
 
 export async function admitModelCall(
-  deps: WorkerDeps,
+  deps: Resources & FairnessDeps,
   job: Job,
   token: string | undefined,
   writer: SessionWriter,

@@ -1,5 +1,5 @@
 import { jobIds } from '@loopline/queue';
-import type { WorkerDeps } from '../deps.ts';
+import type { Bus, Jobs, Log } from '../deps.ts';
 import { promoteDelayed, releaseTenantSlot } from './slots.ts';
 
 // What follows a run's end, named where the run ends: every write of a status that stops the run
@@ -13,7 +13,7 @@ import { promoteDelayed, releaseTenantSlot } from './slots.ts';
 // after its poll interval.
 
 export async function runStopped(
-  deps: WorkerDeps,
+  deps: Bus & Jobs & Log,
   ctx: { tenantId: string; sessionId: string },
 ): Promise<void> {
   const { tenantId, sessionId } = ctx;

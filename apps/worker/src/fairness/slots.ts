@@ -1,5 +1,5 @@
 import { releaseSlot } from '@loopline/queue';
-import type { WorkerDeps } from '../deps.ts';
+import type { Bus, Jobs } from '../deps.ts';
 
 // Releasing a session's tenant slot, and waking the step that waits longest for one (the release
 // pops it from the tenant's waiters, interactive first): its delayed job is promoted, so a freed
@@ -9,7 +9,7 @@ import type { WorkerDeps } from '../deps.ts';
 const MAX_WAKE_TRIES = 3;
 
 export async function releaseTenantSlot(
-  deps: WorkerDeps,
+  deps: Bus & Jobs,
   tenantId: string,
   sessionId: string,
 ): Promise<void> {
@@ -23,7 +23,7 @@ export async function releaseTenantSlot(
 
 /** Moves a delayed job to the wait list now; false when it is not delayed (or is gone). */
 export async function promoteDelayed(
-  deps: WorkerDeps,
+  deps: Jobs,
   kind: 'step' | 'batchItem',
   jobId: string,
 ): Promise<boolean> {

@@ -5,7 +5,7 @@ import { backgroundSkipReason } from '../compaction/background.ts';
 import { appendCompactionMarker } from '../compaction/marker.ts';
 import { runCompaction } from '../compaction/run.ts';
 import { endAbortedTurn } from '../control/abort.ts';
-import type { WorkerDeps } from '../deps.ts';
+import type { CacheDeps, Flags, Hooks, LeaseTimings, Metered, Models, Resources, Tokens } from '../deps.ts';
 import { withSessionLease } from '../lease-runner.ts';
 import { loadContext } from '../session-context.ts';
 
@@ -15,7 +15,7 @@ import { loadContext } from '../session-context.ts';
 // leaves the session idle. A retry after a crash finishes the marker an earlier run wrote.
 
 export async function processBackground(
-  deps: WorkerDeps,
+  deps: Resources & Models & Tokens & Metered & Hooks & Flags & LeaseTimings & CacheDeps,
   job: Job<BackgroundCompactJob>,
   token?: string,
 ): Promise<void> {

@@ -3,7 +3,7 @@ import { batchItemResult, finishBatchItem, getBatchItemBySession, getSession } f
 import type { BatchItemJob } from '@loopline/queue';
 import { DelayedError, type Job } from 'bullmq';
 import { batchMessageId, postBatchMessage, wakeBatchSession } from '../batch/post-message.ts';
-import type { WorkerDeps } from '../deps.ts';
+import type { FairnessDeps, Resources, Tokens } from '../deps.ts';
 import { fairnessOf, jittered } from '../fairness/options.ts';
 
 // A batch item (one conversation), the child job of its batch's flow. Each run re-derives what to
@@ -21,7 +21,7 @@ import { fairnessOf, jittered } from '../fairness/options.ts';
 const STOPPED = new Set(['idle', 'error']);
 
 export async function processBatchItem(
-  deps: WorkerDeps,
+  deps: Resources & Tokens & FairnessDeps,
   job: Job<BatchItemJob>,
   token?: string,
 ): Promise<void> {

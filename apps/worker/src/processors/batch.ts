@@ -3,7 +3,7 @@ import { completeBatch } from '@loopline/db';
 import { type BatchJob, batchCompletedEvent } from '@loopline/queue';
 import { currentTraceparent } from '@loopline/telemetry';
 import type { Job } from 'bullmq';
-import type { WorkerDeps } from '../deps.ts';
+import type { Hooks, Jobs, Log, Store } from '../deps.ts';
 import { queueWebhookJobs } from '../webhooks/outbox.ts';
 
 // The parent job of a batch flow: BullMQ runs it once every item's job has finished (completed,
@@ -11,7 +11,7 @@ import { queueWebhookJobs } from '../webhooks/outbox.ts';
 // `completed` (a cancelled one keeps its status); an item whose job failed is marked failed. The
 // `batch.completed` webhook event is recorded in the same transaction (the outbox).
 
-export async function processBatch(deps: WorkerDeps, job: Job<BatchJob>): Promise<void> {
+export async function processBatch(deps: Store & Jobs & Log & Hooks, job: Job<BatchJob>): Promise<void> {
   const { tenantId, batchId } = job.data;
   const traceparent = currentTraceparent();
   const deliveries = await completeBatch(

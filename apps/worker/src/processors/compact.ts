@@ -4,7 +4,7 @@ import type { CompactJob } from '@loopline/queue';
 import type { Job } from 'bullmq';
 import { runCompaction } from '../compaction/run.ts';
 import { endAbortedTurn } from '../control/abort.ts';
-import type { WorkerDeps } from '../deps.ts';
+import type { CacheDeps, Hooks, LeaseTimings, Metered, Models, Resources, Tokens } from '../deps.ts';
 import { withSessionLease } from '../lease-runner.ts';
 import { failSession } from '../session-status.ts';
 
@@ -14,7 +14,11 @@ import { failSession } from '../session-status.ts';
 // abort rule: POST …/abort stops the summary's model call (run.ts), then this job ends the turn
 // itself, under its own fence, like a step would (the session goes idle; the job completes).
 
-export async function processCompact(deps: WorkerDeps, job: Job<CompactJob>, token?: string): Promise<void> {
+export async function processCompact(
+  deps: Resources & Models & Tokens & Metered & Hooks & LeaseTimings & CacheDeps,
+  job: Job<CompactJob>,
+  token?: string,
+): Promise<void> {
   await withSessionLease(deps, job, token, async ({ writer, signal, attempt, log }) => {
     try {
       const outcome = await runCompaction(deps, writer, {

@@ -7,7 +7,7 @@ import { scheduleBackground } from '../compaction/background.ts';
 import { appendCompactionMarker } from '../compaction/marker.ts';
 import { prunePass } from '../compaction/prune-pass.ts';
 import { endAbortedTurn } from '../control/abort.ts';
-import type { WorkerDeps } from '../deps.ts';
+import type { CacheDeps, Flags, Hooks, Jobs, LeaseTimings, Metered, Resources, Tokens } from '../deps.ts';
 import { withSessionLease } from '../lease-runner.ts';
 import { loadContext, type SessionContext } from '../session-context.ts';
 import { setStatus } from '../session-status.ts';
@@ -23,7 +23,11 @@ import type { SessionWriter } from '../session-writer.ts';
 //   An abort recorded meanwhile (POST …/abort does not cancel a prune job: it makes no model call)
 //   ends the turn here instead: no compaction point is set for a turn that was stopped.
 
-export async function processPrune(deps: WorkerDeps, job: Job<PruneJob>, token?: string): Promise<void> {
+export async function processPrune(
+  deps: Resources & Tokens & Metered & Hooks & Flags & LeaseTimings & CacheDeps,
+  job: Job<PruneJob>,
+  token?: string,
+): Promise<void> {
   await withSessionLease(deps, job, token, async ({ writer, attempt, ...lease }) => {
     const { tenantId, sessionId } = writer.ctx;
     const log = lease.log.child({ purpose: job.data.purpose });
@@ -54,7 +58,7 @@ export async function processPrune(deps: WorkerDeps, job: Job<PruneJob>, token?:
 }
 
 async function compactIfNeeded(
-  deps: WorkerDeps,
+  deps: Resources & Tokens & Metered & Hooks & Flags & CacheDeps,
   writer: SessionWriter,
   initial: SessionContext,
   data: PruneJob,
@@ -114,7 +118,7 @@ async function compactIfNeeded(
 }
 
 export async function enqueueCompact(
-  deps: WorkerDeps,
+  deps: Jobs,
   tenantId: string,
   sessionId: string,
   messageId: string,

@@ -9,7 +9,7 @@ import { endAbortedTurn } from '../control/abort.ts';
 import { notifyParent } from '../control/notify.ts';
 import { applySessionControl } from '../control/step-control.ts';
 import { enterWait } from '../control/waits.ts';
-import type { WorkerDeps } from '../deps.ts';
+import type { Jobs, WorkerDeps } from '../deps.ts';
 import { admitModelCall } from '../fairness/admission.ts';
 import { withSessionLease } from '../lease-runner.ts';
 import { lastCompactionTokensAfter, loadContext } from '../session-context.ts';
@@ -159,7 +159,7 @@ export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: s
 
 /** The next step of the loop, keyed by the step count this step reached. */
 async function next(
-  deps: WorkerDeps,
+  deps: Jobs,
   writer: SessionWriter,
   session: { kind: string },
   stepCount: number,
@@ -180,7 +180,7 @@ async function next(
  * enough.
  */
 async function needsRoomOrFails(
-  deps: WorkerDeps,
+  deps: Jobs,
   writer: SessionWriter,
   stepCount: number,
   action: Extract<LoopAction, { type: 'fail' | 'create-compaction' }>,
@@ -199,7 +199,7 @@ async function needsRoomOrFails(
 
 /** Prune first (§3): the prune job creates the compaction only if pruning was not enough. */
 async function requestCompaction(
-  deps: WorkerDeps,
+  deps: Jobs,
   writer: SessionWriter,
   stepCount: number,
   opts: { overflow: boolean; iteration: number; streak: number; rejected: boolean },

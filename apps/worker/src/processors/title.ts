@@ -10,7 +10,7 @@ import { agentLimits, capabilitiesFor, streamStep, tokenizerFamily } from '@loop
 import { jobIds, PRIORITY, reserveTokens, settleTokens, type TitleJob } from '@loopline/queue';
 import { DelayedError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
-import type { WorkerDeps } from '../deps.ts';
+import type { Bus, FairnessDeps, Jobs, Log, Metered, Models, Store, Titles, Tokens } from '../deps.ts';
 import { usageTokens } from '../fairness/admission.ts';
 import { fairnessOf } from '../fairness/options.ts';
 import { secondsSince } from '../metrics.ts';
@@ -42,7 +42,7 @@ const TITLE_TIMEOUT_MS = 60_000;
  * Called when the loop exits: enqueues the session's one title job (no-op when titled, when off,
  * and for a subagent's child session, which its parent's conversation already names).
  */
-export async function enqueueTitle(deps: WorkerDeps, session: SessionInfo, log: Logger): Promise<void> {
+export async function enqueueTitle(deps: Jobs & Titles, session: SessionInfo, log: Logger): Promise<void> {
   if (!deps.titles || session.title !== null || session.parentSessionId !== null) return;
   try {
     await deps.queues.add(
@@ -57,7 +57,11 @@ export async function enqueueTitle(deps: WorkerDeps, session: SessionInfo, log: 
   }
 }
 
-export async function processTitle(deps: WorkerDeps, job: Job<TitleJob>, token?: string): Promise<void> {
+export async function processTitle(
+  deps: Models & Store & Bus & Log & Tokens & Metered & FairnessDeps,
+  job: Job<TitleJob>,
+  token?: string,
+): Promise<void> {
   const { tenantId, sessionId } = job.data;
   const log = deps.logger.child({ tenantId, sessionId, jobId: job.id, queue: job.queueName });
   const session = await getSession(deps.db, tenantId, sessionId);
@@ -166,7 +170,7 @@ export async function processTitle(deps: WorkerDeps, job: Job<TitleJob>, token?:
 
 /** Reserves a title call in the tenant's token window; moves the job to the next window when it is spent. */
 async function reserveTitleTokens(
-  deps: WorkerDeps,
+  deps: Store & Bus & FairnessDeps,
   job: Job,
   token: string | undefined,
   tenantId: string,

@@ -1,7 +1,7 @@
 import { getWebhookDelivery, getWebhookSubscription, recordWebhookAttempt } from '@loopline/db';
 import type { WebhookJob } from '@loopline/queue';
 import type { Job } from 'bullmq';
-import type { WorkerDeps } from '../deps.ts';
+import type { Log, Metered, Store, WorkerDeps } from '../deps.ts';
 import { describeToolError } from '../tools/run-tools.ts';
 import { openWebhookSecret, postEvent, signedHeaders } from '../webhooks/send.ts';
 
@@ -12,7 +12,10 @@ import { openWebhookSecret, postEvent, signedHeaders } from '../webhooks/send.ts
 // last failure marks the delivery `failed`. Runs on its own queue: a dead endpoint holds only
 // webhook workers, never the loop.
 
-export async function processWebhook(deps: WorkerDeps, job: Job<WebhookJob>): Promise<void> {
+export async function processWebhook(
+  deps: Store & Log & Metered & Pick<WorkerDeps, 'egress' | 'secrets'>,
+  job: Job<WebhookJob>,
+): Promise<void> {
   const { tenantId, deliveryId } = job.data;
   const attempt = job.attemptsMade + 1;
   const last = attempt >= (job.opts.attempts ?? 1);

@@ -12,7 +12,7 @@ import {
 } from '@loopline/core';
 import { getToolsByName, listAgents, type SessionInfo } from '@loopline/db';
 import { capabilitiesFor, type ToolSpec } from '@loopline/llm';
-import type { WorkerDeps } from '../deps.ts';
+import type { Store, Tokens } from '../deps.ts';
 
 // The fixed part of a step's model request: system blocks and tool definitions, and their
 // tiktoken count. The step's call, its pre-call estimate and the compaction job's projection all
@@ -28,7 +28,7 @@ export interface RequestShape {
 }
 
 export async function requestShape(
-  deps: WorkerDeps,
+  deps: Store & Tokens,
   session: SessionInfo,
   view: WithParts[],
   /** hasReadableOutput(view) when the caller knows it (the session cache keeps it). */
@@ -66,12 +66,12 @@ export async function requestShape(
 }
 
 /** tiktoken count of system blocks plus tool definitions: core's requestOverhead, as the gateway counts it. */
-export function overheadOf(deps: WorkerDeps, system: string[], tools: ToolSpec[]): number {
+export function overheadOf(deps: Tokens, system: string[], tools: ToolSpec[]): number {
   return requestOverhead(deps.tokenizer, system, tools);
 }
 
 /** Agents the task tool may start (mode subagent or all), sorted; read only when the agent has task. */
-export async function subagentNames(deps: WorkerDeps, session: SessionInfo): Promise<string[]> {
+export async function subagentNames(deps: Store, session: SessionInfo): Promise<string[]> {
   if (!session.agent.tools.includes(TASK_TOOL_NAME)) return [];
   const agents = await listAgents(deps.db, session.tenantId);
   return agents

@@ -20,7 +20,7 @@ import {
   updatePart,
 } from '@loopline/db';
 import { publishEvents, wakeSession } from '@loopline/queue';
-import type { WorkerDeps } from '../deps.ts';
+import type { Resources, Tokens } from '../deps.ts';
 import type { SessionWriter } from '../session-writer.ts';
 
 // Tool calls a step does not run to completion itself (session control):
@@ -39,7 +39,7 @@ import type { SessionWriter } from '../session-writer.ts';
  * for a task that cannot start) and returns true. False: an ordinary tool, for runTools to run.
  */
 export async function deferCall(
-  deps: WorkerDeps,
+  deps: Resources & Tokens,
   writer: SessionWriter,
   call: ToolPart,
   tools: Map<string, ToolConfig>,
@@ -68,7 +68,7 @@ export async function deferCall(
   return true;
 }
 
-async function startTask(deps: WorkerDeps, writer: SessionWriter, call: ToolPart): Promise<void> {
+async function startTask(deps: Resources & Tokens, writer: SessionWriter, call: ToolPart): Promise<void> {
   const { tenantId, sessionId } = writer.ctx;
   const start = Date.now();
   const input = call.state.input;

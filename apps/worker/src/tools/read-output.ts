@@ -1,6 +1,6 @@
 import { READ_OUTPUT_TOOL, readOutputSlice } from '@loopline/core';
 import { readToolOutput } from '@loopline/db';
-import type { WorkerDeps } from '../deps.ts';
+import type { Store } from '../deps.ts';
 import type { ToolResult } from './webhook.ts';
 
 // The built-in read_output tool: offered whenever the model view holds a truncated tool output,
@@ -10,7 +10,7 @@ import type { ToolResult } from './webhook.ts';
 export { READ_OUTPUT_TOOL };
 
 export async function readOutput(
-  deps: WorkerDeps,
+  deps: Store,
   ctx: { tenantId: string; sessionId: string },
   input: Record<string, unknown>,
 ): Promise<ToolResult> {
