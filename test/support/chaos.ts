@@ -579,7 +579,9 @@ export async function runChaos(cfg: ChaosConfig): Promise<ChaosResult> {
   const log = cfg.log ?? (() => undefined);
   const debug = process.env.FAULT_DEBUG ? log : () => undefined;
   const started = Date.now();
-  const maxSessions = cfg.durationMs > 0 ? cfg.sessions + Math.ceil(cfg.durationMs / 500) : cfg.sessions;
+  // A soak plans up to 10 sessions a second: enough that it runs out of time, not of sessions (at
+  // 2 a second a faster step finished a 10-minute soak's 1,250 sessions in under 7 minutes).
+  const maxSessions = cfg.durationMs > 0 ? cfg.sessions + Math.ceil(cfg.durationMs / 100) : cfg.sessions;
   const plans = planSessions(cfg, maxSessions);
   const harness: Violation[] = [];
   const orphans: Array<{ sessionId: string; status: string; at: number }> = [];
