@@ -105,6 +105,8 @@ export interface MockLlm {
 
 interface Hold {
   match: (call: RecordedCall) => boolean;
+  /** A hold of holdAll(): it holds every matching request, not just the first. */
+  sticky: boolean;
   taken: boolean;
   reached(call: RecordedCall): void;
   released: Promise<void>;
@@ -121,8 +123,27 @@ interface State {
   holds: Hold[];
   inFlight: number;
   maxInFlight: number;
-  /** Set by holdAll(): every request waits for it before it is answered. */
-  heldAll?: { promise: Promise<void>; release(): void };
+  /** The sticky hold of holdAll(), until releaseAll(). */
+  heldAll?: Hold;
+}
+
+/** A hold on the requests `match` accepts: the first one, or every one when `sticky`. */
+function addHold(state: State, match: (call: RecordedCall) => boolean, sticky: boolean): Hold {
+  const { promise: released, resolve } = Promise.withResolvers<void>();
+  const hold: Hold = {
+    match,
+    sticky,
+    taken: false,
+    reached: () => undefined,
+    released,
+    release: () => {
+      const i = state.holds.indexOf(hold);
+      if (i >= 0) state.holds.splice(i, 1);
+      resolve();
+    },
+  };
+  state.holds.push(hold);
+  return hold;
 }
 
 function meta(conv: Conversation, seq: number): WireMeta {
@@ -241,7 +262,6 @@ function buildMockApp(state: State, logger: boolean) {
     state.inFlight++;
     state.maxInFlight = Math.max(state.maxInFlight, state.inFlight);
     reply.raw.once('close', () => state.inFlight--);
-    if (state.heldAll) await state.heldAll.promise;
     let conv: Conversation;
     try {
       conv = endpoint === 'chat' ? fromChatBody(request.body) : fromResponsesBody(request.body);
@@ -255,7 +275,7 @@ function buildMockApp(state: State, logger: boolean) {
     const { plan, call, latencyMs } = decide(state, conv);
     call.body = request.body;
     state.calls.push(call);
-    const hold = state.holds.find((h) => !h.taken && h.match(call));
+    const hold = state.holds.find((h) => (h.sticky || !h.taken) && h.match(call));
     if (hold) {
       hold.taken = true;
       hold.reached(call);
@@ -308,8 +328,7 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
     url: `http://${urlHost}:${port}/v1`,
     port,
     close: async () => {
-      for (const h of state.holds.splice(0)) h.release();
-      state.heldAll?.release();
+      for (const h of [...state.holds]) h.release();
       state.heldAll = undefined;
       await app.close();
     },
@@ -332,9 +351,7 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
       return state.maxInFlight;
     },
     holdAll() {
-      if (state.heldAll) return;
-      const { promise, resolve } = Promise.withResolvers<void>();
-      state.heldAll = { promise, release: resolve };
+      state.heldAll ??= addHold(state, () => true, true);
     },
     releaseAll() {
       const held = state.heldAll;
@@ -342,27 +359,12 @@ export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> 
       held?.release();
     },
     hold(match = () => true) {
-      let reached!: (call: RecordedCall) => void;
-      let release!: () => void;
-      const reachedPromise = new Promise<RecordedCall>((resolve) => {
-        reached = resolve;
+      const hold = addHold(state, match, false);
+      const reached = new Promise<RecordedCall>((resolve) => {
+        hold.reached = resolve;
       });
-      const hold: Hold = {
-        match,
-        taken: false,
-        reached,
-        released: new Promise<void>((resolve) => {
-          release = resolve;
-        }),
-        release: () => {
-          const i = state.holds.indexOf(hold);
-          if (i >= 0) state.holds.splice(i, 1);
-          release();
-        },
-      };
-      state.holds.push(hold);
       return {
-        reached: reachedPromise,
+        reached,
         get isReached() {
           return hold.taken;
         },
