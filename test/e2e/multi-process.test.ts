@@ -346,13 +346,16 @@ describe('two gateways and two workers on one Redis and one PostgreSQL', () => {
       expect(steps.map((r) => r.outcome).sort()).toEqual(['stop', 'stop', 'tool-calls', 'tool-calls']);
     }
 
-    // Both workers ran ledger steps: map each ledger job id to the worker whose logs name it.
-    const jobsOf = pool.procs.map(
-      (p) => new Set(p.lines.flatMap((l) => (typeof l.jobId === 'string' ? [l.jobId] : []))),
-    );
-    const ranBy = stepRows.map((r) => jobsOf.findIndex((jobs) => jobs.has(r.job_id)));
-    expect(ranBy.filter((w) => w < 0)).toEqual([]); // every ledger step shows in some worker's log
-    const perWorker = jobsOf.map((_, w) => ranBy.filter((x) => x === w).length);
+    // Both workers ran ledger steps: map each ledger job id to the worker whose logs name it. Every
+    // ledger step shows in some worker's log; the lines come through pipes, so the test waits for them.
+    const ranBy = await until('every ledger step in a worker log', () => {
+      const jobsOf = pool.procs.map(
+        (p) => new Set(p.lines.flatMap((l) => (typeof l.jobId === 'string' ? [l.jobId] : []))),
+      );
+      const owners = stepRows.map((r) => jobsOf.findIndex((jobs) => jobs.has(r.job_id)));
+      return owners.every((w) => w >= 0) && owners;
+    });
+    const perWorker = pool.procs.map((_, w) => ranBy.filter((x) => x === w).length);
     expect(
       perWorker.every((n) => n > 0),
       `ledger steps per worker: ${perWorker.join(', ')}`,

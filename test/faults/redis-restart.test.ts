@@ -194,14 +194,19 @@ describe('Redis restarted while sessions run', () => {
   }, 120_000);
 
   it('reconciler on: every session left queued/running by the restart finishes without any client retry', async () => {
-    pool = startPool('reconciler', 1000);
+    const workers = startPool('reconciler', 1000);
+    pool = workers;
     const sessions = await restartUnderLoad('b');
     const ids = sessions.map((s) => s.sessionId);
     // No client writes from here on: the workers re-register the scheduler Redis lost, and the
     // reconciler re-wakes what the restart orphaned.
     expect(await settle(ids, 60_000)).toEqual([]);
     expect(await stack.deps.queues.reconcile.getJobScheduler('reconcile')).toMatchObject({ every: 1000 });
-    const rewoken = pool.logged('reconciler re-woke a stalled session');
+    // Log lines come through a pipe, possibly after the sessions are seen settled.
+    const rewoken = await until('a re-wake log line', () => {
+      const lines = workers.logged('reconciler re-woke a stalled session');
+      return lines.length > 0 && lines;
+    });
     console.log(
       `redis restart, reconciler on: ${new Set(rewoken.map((l) => l.sessionId)).size} of ${sessions.length} ` +
         'sessions re-woken by the reconciler, all finished',
