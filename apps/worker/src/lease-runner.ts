@@ -37,6 +37,11 @@ export interface LeasedContext {
   /** With `prefetch`: the log changes since the cached revision, read by the fence statement. */
   changes?: PrefetchedChanges;
   /**
+   * The work's last move: releases the session lock while `add` adds the session's next job, in
+   * one round trip instead of two (the release is sent first). Nothing may be written after it.
+   */
+  handOff(add: () => Promise<void>): Promise<void>;
+  /**
    * The job's logger: every line carries tenantId, sessionId, jobId, queue, attempt and fence, so
    * one `jq 'select(.sessionId == …)'` follows a session through every runner.
    */
@@ -99,6 +104,9 @@ export async function withSessionLease<T>(
       session,
       log,
       ...(changes ? { changes } : {}),
+      async handOff(add) {
+        await Promise.all([lease.release(), add()]);
+      },
     });
     // The work stopped because the lease was lost (e.g. this worker froze past its TTL): make
     // sure the session is woken again in case the runner that took over dies too.

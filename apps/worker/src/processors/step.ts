@@ -32,7 +32,7 @@ export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: s
     deps,
     job,
     token,
-    async ({ writer, signal, attempt, session: fenced, changes, log }) => {
+    async ({ writer, signal, attempt, session: fenced, changes, log, handOff }) => {
       const { tenantId, sessionId } = writer.ctx;
       let ctx = await loadContext(deps, tenantId, sessionId, fenced, changes);
       if (!ctx) return;
@@ -141,7 +141,8 @@ export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: s
               await endAbortedTurn(deps, writer, log);
               return;
             case 'next':
-              await next(deps, writer, session, stepCount, 0);
+              // The lock goes back as the next step is added (one round trip); nothing written after.
+              await handOff(() => next(deps, writer, session, stepCount, 0));
               return;
             case 'retry': {
               // Say why the session does not move, in its status and as an event.
