@@ -25,6 +25,7 @@ export interface ToolResultsOutcome {
   session: { id: string; status: 'queued' };
 }
 
+/** Writes client tool results and wakes the session (the steps in the file header). */
 export async function submitToolResults(
   deps: AppDeps,
   log: FastifyBaseLogger,

@@ -116,6 +116,7 @@ export interface ChatRoutesOptions {
   streams: SessionStreams;
 }
 
+/** POST /v1/chat and GET /v1/chat/:id/stream (AI SDK UI). */
 export const chatRoutes: FastifyPluginAsyncZod<ChatRoutesOptions> = async (app, opts) => {
   const deps = app.deps;
   const { hub, limits, open } = opts.streams;

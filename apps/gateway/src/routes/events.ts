@@ -82,6 +82,7 @@ function waiter() {
   };
 }
 
+/** GET /sessions/:id/events: the session's events over SSE. */
 export const eventRoutes: FastifyPluginAsyncZod<EventRoutesOptions> = async (app, opts) => {
   const deps = app.deps;
   const heartbeatMs = opts.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
