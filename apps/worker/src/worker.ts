@@ -74,6 +74,7 @@ export const processors: Processors = {
   webhook: processWebhook,
 };
 
+/** Starts one BullMQ Worker per queue, and the abort listener. */
 export function startWorkers(deps: WorkerDeps, opts: WorkerOptions = defaultWorkerOptions): Worker[] {
   const workers: Worker[] = [];
   // Session control: an abort broadcast cancels the step job this process runs for the session.
@@ -144,6 +145,7 @@ export function startWorkers(deps: WorkerDeps, opts: WorkerOptions = defaultWork
   return workers;
 }
 
+/** Closes the workers and their abort listener. */
 export async function stopWorkers(workers: Worker[]): Promise<void> {
   await Promise.all(workers.map((w) => w.close()));
   const listener = abortListeners.get(workers);

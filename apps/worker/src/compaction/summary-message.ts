@@ -23,6 +23,7 @@ import type { SessionWriter } from '../session-writer.ts';
 /** Agent name written on summary messages: the hidden compaction agent. */
 export const COMPACTION_AGENT = 'compaction';
 
+/** The summary message's id, derived from its compaction part so a retry reopens the same one. */
 export function summaryMessageId(partId: string): string {
   return derivedId('msg', partId, 'summary');
 }
