@@ -83,6 +83,7 @@ function countWith(enc: Tiktoken, text: string): number {
   return total;
 }
 
+/** A tiktoken tokenizer of the given encoding. */
 export function createTokenizer(encoding: EncodingName = 'o200k_base'): Tokenizer {
   const enc = encoder(encoding);
   return { name: encoding, count: (text) => countWith(enc, text) };
@@ -96,6 +97,7 @@ export function encodingFor(modelRef: string): EncodingName {
   return 'o200k_base';
 }
 
+/** The tokenizer of a model reference. */
 export function tokenizerFor(modelRef: string): Tokenizer {
   return createTokenizer(encodingFor(modelRef));
 }

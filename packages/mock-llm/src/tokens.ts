@@ -12,6 +12,7 @@ function enc(): Tiktoken {
   return encoder;
 }
 
+/** The o200k token count of a text. */
 export function countText(text: string): number {
   return text === '' ? 0 : enc().encode_ordinary(text).length;
 }
@@ -59,6 +60,7 @@ function segmentTokens(segment: string): Uint32Array {
   return tokens;
 }
 
+/** The tokens of a conversation's serialised prompt (memoised per segment when `memo`). */
 export function promptTokens(conv: Conversation, memo = false): Uint32Array {
   if (!memo) return enc().encode_ordinary(serialisePrompt(conv));
   const parts = promptSegments(conv).map(segmentTokens);

@@ -18,6 +18,7 @@ export interface WebhookEvent {
   payload: { type: WebhookEventType; timestamp: string; data: Record<string, unknown> };
 }
 
+/** A deterministic event id from what produced the event. */
 export function eventId(...parts: (string | number)[]): string {
   return `evt_${createHash('sha256').update(parts.join('\u0000')).digest('hex').slice(0, 32)}`;
 }
@@ -71,6 +72,7 @@ export function webhookEventsOf(
   return out;
 }
 
+/** The `batch.completed` event of a batch. */
 export function batchCompletedEvent(tenantId: string, batchId: string): WebhookEvent {
   return {
     id: eventId(batchId, 'batch.completed'),

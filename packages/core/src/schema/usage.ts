@@ -13,6 +13,7 @@ export const Usage = z.object({
 });
 export type Usage = z.infer<typeof Usage>;
 
+/** A usage of zero tokens. */
 export const emptyUsage = (): Usage => ({
   input: 0,
   output: 0,
@@ -21,6 +22,7 @@ export const emptyUsage = (): Usage => ({
   total: 0,
 });
 
+/** The sum of two usages. */
 export function addUsage(a: Usage, b: Usage): Usage {
   return {
     input: a.input + b.input,

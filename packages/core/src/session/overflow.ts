@@ -22,6 +22,7 @@ export interface ContextBudget {
 
 export const DEFAULT_BACKGROUND_RATIO = 0.8;
 
+/** A model's window as output reserve, usable input and compaction thresholds (docs/context.md §2). */
 export function contextBudget(limits: ModelLimits, compaction: BudgetConfig = {}): ContextBudget {
   const maxOutput = Math.min(limits.output, OUTPUT_TOKEN_MAX) || OUTPUT_TOKEN_MAX;
   const reserved = compaction.reserved ?? Math.min(20_000, maxOutput);
