@@ -203,7 +203,7 @@ export {
 } from './session/tokens.ts';
 export { promptTokens, usageCount, usageFromSdk } from './session/usage.ts';
 
-// The loop policy (docs/context.md §6): what a step does next, its budgets, provider errors, the no-loop guard.
+// The loop policy (docs/context.md §6): the next move, step budgets, provider errors, the no-loop guard.
 
 export { type AfterCallInput, afterCall, type DecideInput, decide, type LoopAction } from './session/loop.ts';
 export {
@@ -224,7 +224,7 @@ export {
   trailingProviderErrors,
 } from './session/step-budget.ts';
 
-// Tool outputs: truncation at ingest, read_output slices, pruning (docs/context.md, "Truncate at ingest", "Prune").
+// Tool outputs: truncation at ingest, read_output slices, pruning (docs/context.md §3.1, §3.2).
 
 export { minimumBeforeCompaction, planPrune, pruneDefaults, pruneOptions } from './session/prune.ts';
 export { compilePattern, READ_OUTPUT_TOOL, readOutputSlice } from './session/read-output.ts';
