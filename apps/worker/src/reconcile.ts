@@ -339,11 +339,8 @@ export interface Reconciler {
 }
 
 /**
- * Registers the reconciler's job scheduler (upsertJobScheduler: BullMQ creates one job per period
- * whatever the number of workers) and keeps it registered: a Redis restart without persistence
- * wipes it with everything else, so this process re-registers it when its Redis connection is
- * ready again and, in case it missed that, whenever a check every interval finds it gone.
- * intervalMs 0 removes the scheduler.
+ * Registers the reconciler's job scheduler (one job per period across all workers) and again when
+ * Redis is back or a periodic check finds it wiped; intervalMs 0 removes it.
  */
 export async function startReconciler(
   deps: Jobs & Log & Pick<WorkerDeps, 'redis'>,

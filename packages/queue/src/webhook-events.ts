@@ -94,10 +94,8 @@ export function batchCancelledIdleEvent(tenantId: string, sessionId: string, bat
 }
 
 /**
- * After the commit: one job per pending delivery, under the delivery's job id (the delivery id
- * unless re-delivered), so adding it again is a no-op while BullMQ keeps it. A failure is the
- * caller's to log, never to fail on: the reconciler re-adds the job of a pending delivery that
- * has none (apps/worker/src/webhooks/outbox.ts).
+ * After the commit: one job per pending delivery under its own id (a repeat is a no-op). A failure
+ * is the caller's to log, not to fail on: the reconciler re-adds missing jobs (docs/durability.md §9).
  */
 export async function queueDeliveries(
   queues: Pick<Queues, 'add'>,

@@ -79,10 +79,8 @@ export interface RequestFit {
 }
 
 /**
- * Whether a request fits the declared window in the provider's tokens, output included, and how
- * much output it may ask for. `prompt` is a bound (PromptEstimate.bound or a tiktoken count × the
- * ratio with its margin); `wanted` defaults to the model's max output (contextBudget.maxOutput).
- * Every request Loopline sends — step, summary, chunk, merge, title — is sized with this.
+ * Whether a request (`prompt`: a bound in provider tokens) fits the window with its output, and how
+ * much output it may ask for; every request Loopline sends is sized with this.
  */
 export function fitRequest(prompt: number, limits: ModelLimits | undefined, wanted?: number): RequestFit {
   const cap = limits ? Math.min(limits.output, OUTPUT_TOKEN_MAX) || OUTPUT_TOKEN_MAX : OUTPUT_TOKEN_MAX;
