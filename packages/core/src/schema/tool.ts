@@ -1,3 +1,5 @@
+// Tool configs a tenant stores (webhook tools) and the built-in tool names.
+
 import { z } from 'zod';
 
 /** JSON Schema of a tool's input (an object schema). */

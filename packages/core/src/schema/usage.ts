@@ -1,3 +1,5 @@
+// Token usage of one model request, normalised across providers, and its arithmetic.
+
 import { z } from 'zod';
 
 /**
