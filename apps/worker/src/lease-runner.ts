@@ -64,6 +64,7 @@ export function jobLogBindings(
   };
 }
 
+/** How a session job takes its lease (the step job prefetches its log's changes). */
 export interface LeaseOptions {
   /**
    * Read the changes of the session's cached log in the fence statement (db
@@ -72,6 +73,7 @@ export interface LeaseOptions {
   prefetch?: boolean;
 }
 
+/** Runs a session job's work under the session lock and a fresh fence (or delays the job). */
 export async function withSessionLease<T>(
   deps: Resources & Tokens & Metered & Hooks & LeaseTimings & CacheDeps,
   job: Job<{ tenantId: string; sessionId: string }>,
