@@ -1,7 +1,9 @@
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
 import { figureArgs } from '../lib/args.ts';
-import { forkChild } from '../lib/proc.ts';
+import { type CpuProfile, saveProfile, startProfiler } from '../lib/cpuprofile.ts';
+import { forkChild, OUT_DIR } from '../lib/proc.ts';
 import { emit, log, type Row, ratioOf } from '../lib/result.ts';
 import { seedHistory } from '../lib/seed.ts';
 import { benchSessions, benchTenant, send, startService, waitIdle } from '../lib/service.ts';
@@ -15,6 +17,8 @@ import { fmt, median, percentile, summarize } from '../lib/stats.ts';
 // to the time JSON.stringify takes on the same request body (measured apart, in the mock's
 // process): serialising the request necessarily grows with the history, so the CPU target is
 // read without it. Every round runs the three sizes one after the other (order rotating).
+// With --profile: each size's runs under V8's sampling profiler, one profile per size
+// (bench/out/scaling-<n>.cpuprofile; summarise with lib/prof-summary.ts, units = the steps).
 
 const args = figureArgs({ runs: 3, quickRuns: 2 });
 const STEPS = args.quick ? 8 : 20;
@@ -64,13 +68,18 @@ interface SizeRun {
   steps: number;
 }
 
-async function loopRun(sessionId: string): Promise<SizeRun> {
+const profiles = new Map<number, CpuProfile>();
+
+async function loopRun(sessionId: string, size?: number): Promise<SizeRun> {
   await mock.request({ type: 'reset' });
+  const stopProfile =
+    args.profile && size !== undefined && !profiles.has(size) ? await startProfiler() : undefined;
   const cpu0 = process.cpuUsage();
   await send(svc.url, tenant, sessionId, 'Run the bench chain.');
   // Polled every 250 ms: the poll runs in this process and its CPU is counted with the steps'.
   const final = await waitIdle(svc.db, tenant.tenantId, sessionId, 300_000, 250);
   const cpu = process.cpuUsage(cpu0);
+  if (stopProfile) profiles.set(size!, await stopProfile());
   if (final.status !== 'idle') throw new Error(`session ended ${final.status}: ${final.statusDetail}`);
   const { rows } = await sql<{ ms: number }>`
     select (extract(epoch from started_at) * 1000)::float8 as ms from steps
@@ -100,7 +109,7 @@ await loopRun(sessions.get(100)![args.runs]!);
 const runs = new Map<number, SizeRun[]>(SIZES.map((n) => [n, []]));
 for (let r = 0; r < args.runs; r++) {
   const order = SIZES.map((_, i) => SIZES[(i + r) % SIZES.length]!);
-  for (const n of order) runs.get(n)!.push(await loopRun(sessions.get(n)![r]!));
+  for (const n of order) runs.get(n)!.push(await loopRun(sessions.get(n)![r]!, n));
   log(
     `  round ${r + 1}: ` +
       SIZES.map((n) => {
@@ -114,6 +123,12 @@ for (let r = 0; r < args.runs; r++) {
 }
 await svc.close();
 await mock.stop();
+for (const [n, profile] of profiles) {
+  // The first run of each size (its CPU figures carry the profiler's overhead).
+  const file = path.join(OUT_DIR, `scaling-${n}.cpuprofile`);
+  saveProfile(profile, file);
+  log(`profile of ${n} messages (${runs.get(n)![0]!.steps} steps): ${file}`);
+}
 
 const cpuOf = (n: number) => runs.get(n)!.map((x) => x.cpu);
 const cpuEx = (n: number) => runs.get(n)!.map((x) => x.cpu - x.serialise);

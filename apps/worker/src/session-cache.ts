@@ -5,6 +5,7 @@ import {
   findAnchor,
   hasReadableOutput,
   type Part,
+  type RequestState,
   type WithParts,
 } from '@loopline/core';
 import {
@@ -14,6 +15,7 @@ import {
   historyChangesSince,
   loadHistorySnapshot,
 } from '@loopline/db';
+import type { PromptMemo } from '@loopline/llm';
 
 // The per-worker session cache: a session's log since its boundary and its filterCompacted view,
 // as of a history revision (packages/db history-revision.ts), so the next job of the session on
@@ -57,11 +59,25 @@ export interface ViewFacts {
   readable: boolean;
 }
 
+/**
+ * What the session's last model request was built from, so the next step converts only the
+ * messages added since (core requestMessages, llm toProviderPrompt's memo). Both check what they
+ * are given, so a stale or concurrent use converts afresh instead of sending something wrong.
+ */
+export interface RequestMemo {
+  /** The previous step's requestMessages state (spent once extended). */
+  request?: RequestState;
+  /** Provider messages by model message object. */
+  prompt: PromptMemo;
+}
+
 export interface CachedHistory {
   history: WithParts[];
   /** filterCompacted(history). */
   compacted: WithParts[];
   facts: ViewFacts;
+  /** The entry's request memo (lives as long as the entry: a reload starts a new one). */
+  memo: RequestMemo;
   hit: boolean;
 }
 
@@ -82,6 +98,7 @@ interface Entry {
   bytes: number;
   /** Approximate bytes of each message with its parts. */
   sizes: Map<string, number>;
+  memo: RequestMemo;
 }
 
 export class SessionCache {
@@ -130,7 +147,13 @@ export class SessionCache {
         if (applyChanges(entry, changes)) {
           this.put(entry);
           this.count('hit');
-          return { history: entry.history, compacted: entry.compacted, facts: entry.facts, hit: true };
+          return {
+            history: entry.history,
+            compacted: entry.compacted,
+            facts: entry.facts,
+            memo: entry.memo,
+            hit: true,
+          };
         }
         reason = 'changed';
       }
@@ -140,7 +163,13 @@ export class SessionCache {
     const fresh = entryOf(tenantId, sessionId, fromSeq, snapshot);
     if (!this.put(fresh) && reason === 'absent') reason = 'oversize';
     this.count('miss', reason);
-    return { history: fresh.history, compacted: fresh.compacted, facts: fresh.facts, hit: false };
+    return {
+      history: fresh.history,
+      compacted: fresh.compacted,
+      facts: fresh.facts,
+      memo: fresh.memo,
+      hit: false,
+    };
   }
 
   /** Forgets a session (e.g. deleted). */
@@ -214,6 +243,7 @@ function entryOf(tenantId: string, sessionId: string, fromSeq: number | null, s:
     partSeq: s.partSeq,
     bytes,
     sizes,
+    memo: { prompt: new WeakMap() },
   };
 }
 

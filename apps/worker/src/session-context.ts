@@ -17,7 +17,7 @@ import {
 import { getSession, latestCompletedCompaction, loadHistory, type SessionInfo } from '@loopline/db';
 import { agentLimits, capabilitiesFor, tokenizerFamily } from '@loopline/llm';
 import type { CacheDeps, Metered, Store, Tokens, WorkerDeps } from './deps.ts';
-import { defaultSessionCache, SessionCache, type ViewFacts } from './session-cache.ts';
+import { defaultSessionCache, type RequestMemo, SessionCache, type ViewFacts } from './session-cache.ts';
 import { type RequestShape, requestShape } from './step/request.ts';
 
 // What every session job reads before deciding: the session row, its log from the boundary
@@ -45,6 +45,8 @@ export interface SessionContext {
    */
   estimate: number;
   prompt: PromptEstimate;
+  /** The session cache's request memo (absent without the cache): the model call converts only what is new. */
+  memo?: RequestMemo;
 }
 
 /** The agent's limits and capabilities, else the model catalog's (resolved once per job). */
@@ -81,7 +83,9 @@ export async function loadContext(
   }
   const cached = await cache.history(deps, tenantId, sessionId, session.boundarySeq);
   if (!cached) return undefined;
-  return contextOf(deps, session, cached.history, cached.compacted, cached.facts);
+  const ctx = await contextOf(deps, session, cached.history, cached.compacted, cached.facts);
+  ctx.memo = cached.memo;
+  return ctx;
 }
 
 /**

@@ -44,6 +44,7 @@ export * from './session/placeholders.ts';
 export * from './session/provider-error.ts';
 export * from './session/prune.ts';
 export * from './session/read-output.ts';
+export * from './session/request-state.ts';
 export * from './session/revert.ts';
 export * from './session/step-budget.ts';
 export * from './session/structural-summary.ts';

@@ -30,64 +30,80 @@ export interface ToolSpec {
 }
 
 /**
+ * Provider messages by the message object they were converted from. A message object is never
+ * changed after it is made (core's conversions make new ones), so a hit is what converting it
+ * again gives; the worker keeps one per cached session.
+ */
+export type PromptMemo = WeakMap<object, ProviderMessage>;
+
+/**
  * System blocks (empty ones dropped, one system message each, in order) and the messages, as the
- * provider reads them. Empty text parts are dropped as the SDK drops them.
+ * provider reads them. Empty text parts are dropped as the SDK drops them. With `memo`, each
+ * message converted before is taken from it (and each new one added).
  */
 export function toProviderPrompt(
   system: readonly string[],
   messages: readonly PromptMessage[],
+  memo?: PromptMemo,
 ): ProviderPrompt {
   const out: ProviderPrompt = [];
   for (const block of system) if (block.trim() !== '') out.push({ role: 'system', content: block });
   for (const m of messages) {
-    if (typeof m.content === 'string') {
-      out.push({ role: m.role as 'user' | 'assistant', content: [{ type: 'text', text: m.content }] });
-      continue;
+    let converted = memo?.get(m);
+    if (!converted) {
+      converted = providerMessage(m);
+      memo?.set(m, converted);
     }
-    switch (m.role) {
-      case 'user': {
-        const content: UserPart[] = [];
-        for (const p of m.content) {
-          if (p.type === 'text') {
-            if (p.text !== '') content.push({ type: 'text', text: p.text });
-          } else content.push(filePart(p.data, p.mediaType, p.filename));
-        }
-        out.push({ role: 'user', content });
-        break;
+    // Consecutive tool messages are one (the SDK combines them the same way); a new object, as
+    // the converted ones may be memoised.
+    const last = out.at(-1);
+    if (converted.role === 'tool' && last?.role === 'tool')
+      out[out.length - 1] = { role: 'tool', content: [...last.content, ...converted.content] };
+    else out.push(converted);
+  }
+  return out;
+}
+
+function providerMessage(m: PromptMessage): ProviderMessage {
+  if (typeof m.content === 'string')
+    return { role: m.role as 'user' | 'assistant', content: [{ type: 'text', text: m.content }] };
+  switch (m.role) {
+    case 'user': {
+      const content: UserPart[] = [];
+      for (const p of m.content) {
+        if (p.type === 'text') {
+          if (p.text !== '') content.push({ type: 'text', text: p.text });
+        } else content.push(filePart(p.data, p.mediaType, p.filename));
       }
-      case 'assistant': {
-        const content: Extract<ProviderMessage, { role: 'assistant' }>['content'] = [];
-        for (const p of m.content) {
-          if (p.type === 'text') {
-            if (p.text !== '') content.push({ type: 'text', text: p.text });
-          } else if (p.type === 'reasoning') content.push({ type: 'reasoning', text: p.text });
-          else
-            content.push({
-              type: 'tool-call',
-              toolCallId: p.toolCallId,
-              toolName: p.toolName,
-              input: p.input,
-            });
-        }
-        out.push({ role: 'assistant', content });
-        break;
+      return { role: 'user', content };
+    }
+    case 'assistant': {
+      const content: Extract<ProviderMessage, { role: 'assistant' }>['content'] = [];
+      for (const p of m.content) {
+        if (p.type === 'text') {
+          if (p.text !== '') content.push({ type: 'text', text: p.text });
+        } else if (p.type === 'reasoning') content.push({ type: 'reasoning', text: p.text });
+        else
+          content.push({
+            type: 'tool-call',
+            toolCallId: p.toolCallId,
+            toolName: p.toolName,
+            input: p.input,
+          });
       }
-      case 'tool': {
-        const content = m.content.map((p) => ({
+      return { role: 'assistant', content };
+    }
+    case 'tool':
+      return {
+        role: 'tool',
+        content: m.content.map((p) => ({
           type: 'tool-result' as const,
           toolCallId: p.toolCallId,
           toolName: p.toolName,
           output: p.output,
-        }));
-        // Consecutive tool messages are one (the SDK combines them the same way).
-        const last = out.at(-1);
-        if (last?.role === 'tool') last.content.push(...content);
-        else out.push({ role: 'tool', content });
-        break;
-      }
-    }
+        })),
+      };
   }
-  return out;
 }
 
 /** Tool specs as function tools (the schema is sent as it is; the worker validates inputs). */

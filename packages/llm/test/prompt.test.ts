@@ -88,6 +88,31 @@ describe('provider prompt', () => {
     }
   });
 
+  it('with a memo: the same prompt, each message object converted once, memoised ones never changed', async () => {
+    const memo = new WeakMap();
+    const first = toProviderPrompt(['s'], conversation, memo);
+    expect(first).toEqual(await sdkPrompt(['s'], conversation));
+    const snapshot = structuredClone(first);
+    // The next call sends the same objects and one more message; the two tool messages are again one.
+    const next = [...conversation, { role: 'assistant' as const, content: 'bye' }];
+    const second = toProviderPrompt(['s'], next, memo);
+    expect(second).toEqual(await sdkPrompt(['s'], next));
+    expect(second[1]).toBe(first[1]);
+    // Merging the tool messages made a new message: the memoised ones are as they were.
+    expect(toProviderPrompt(['s'], conversation, memo)).toEqual(snapshot);
+    expect(memo.get(conversation[2]!)).toEqual({
+      role: 'tool',
+      content: [
+        {
+          type: 'tool-result',
+          toolCallId: 'c1',
+          toolName: 'lookup',
+          output: { type: 'text', value: 'sunny' },
+        },
+      ],
+    });
+  });
+
   it('keeps the image type the bytes name and splits a data URL', () => {
     const [, user] = toProviderPrompt(['s'], conversation);
     if (user?.role !== 'user') throw new Error('expected the user message second');

@@ -106,6 +106,7 @@ export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: s
             job: { id: job.id ?? 'unknown', attempt },
             signal,
             log,
+            memo: ctx.memo,
           });
         } catch (err) {
           if (!isUserAbort(signal)) throw err;

@@ -10,11 +10,11 @@ import {
   type Part,
   type PromptEstimate,
   READ_OUTPUT_TOOL,
+  requestMessages,
   requestTiktokens,
   TASK_TOOL_NAME,
   type ToolConfig,
   type ToolPart,
-  toRequestMessages,
   type Usage,
   type WithParts,
 } from '@loopline/core';
@@ -35,6 +35,7 @@ import { isUserAbort } from '../abort-reason.ts';
 import type { WorkerDeps } from '../deps.ts';
 import { secondsSince } from '../metrics.ts';
 import { modelFor } from '../model-endpoint.ts';
+import type { RequestMemo } from '../session-cache.ts';
 import { type ResolvedAgent, sessionRatio } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { runTools, type ToolResultWrite, writeToolResult } from '../tools/run-tools.ts';
@@ -77,6 +78,8 @@ export interface CallInput {
   signal: AbortSignal;
   /** The job's logger (lease-runner): provider failures are logged here with their reason. */
   log?: Logger;
+  /** The session cache's request memo: only the messages added since the last call are converted. */
+  memo?: RequestMemo | undefined;
 }
 
 export async function callModel(
@@ -173,11 +176,14 @@ async function callAfterStart(
     return { type: 'failed', error };
   }
   // The pair invariant is checked (and a broken pair repaired) before anything is sent.
-  const { messages, problems } = toRequestMessages(history, {
-    steer: agent.midRunMessages === 'steer',
-    resendsReasoning: agent.resendsReasoning,
-    fileData,
-  });
+  const memo = input.memo;
+  const request = requestMessages(
+    history,
+    { steer: agent.midRunMessages === 'steer', resendsReasoning: agent.resendsReasoning, fileData },
+    memo?.request,
+  );
+  if (memo) memo.request = request.state;
+  const { messages, problems } = request;
   if (problems.length > 0) {
     deps.logger.warn(
       { tenantId: session.tenantId, sessionId, problems: problems.slice(0, 20), count: problems.length },
@@ -200,6 +206,7 @@ async function callAfterStart(
     maxOutputTokens: fitRequest(input.estimate.bound, agent.limits).output,
     template: agent.caps,
     abortSignal: input.signal,
+    ...(memo ? { promptMemo: memo.prompt } : {}),
   });
   for await (const ev of events) {
     switch (ev.type) {
