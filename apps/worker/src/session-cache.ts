@@ -1,9 +1,12 @@
 import {
   type Anchor,
   compactionPartOf,
+  extendLoopFacts,
   filterCompacted,
   findAnchor,
   hasReadableOutput,
+  type LoopFacts,
+  loopFacts,
   type Part,
   type RequestState,
   type WithParts,
@@ -57,6 +60,8 @@ export interface ViewFacts {
   pruned: WithParts[];
   /** hasReadableOutput(compacted). */
   readable: boolean;
+  /** loopFacts(compacted): what decide() reads. */
+  loop: LoopFacts;
 }
 
 /**
@@ -76,6 +81,8 @@ export interface CachedHistory {
   /** filterCompacted(history). */
   compacted: WithParts[];
   facts: ViewFacts;
+  /** loopFacts(history): what the step's session control reads from the log. */
+  logFacts: LoopFacts;
   /** The entry's request memo (lives as long as the entry: a reload starts a new one). */
   memo: RequestMemo;
   hit: boolean;
@@ -91,6 +98,7 @@ interface Entry {
   history: WithParts[];
   compacted: WithParts[];
   facts: ViewFacts;
+  logFacts: LoopFacts;
   /** Position of each message in `history` (never reordered: a removal reloads). */
   index: Map<string, number>;
   /** Largest parts.seq per message. */
@@ -151,6 +159,7 @@ export class SessionCache {
             history: entry.history,
             compacted: entry.compacted,
             facts: entry.facts,
+            logFacts: entry.logFacts,
             memo: entry.memo,
             hit: true,
           };
@@ -167,6 +176,7 @@ export class SessionCache {
       history: fresh.history,
       compacted: fresh.compacted,
       facts: fresh.facts,
+      logFacts: fresh.logFacts,
       memo: fresh.memo,
       hit: false,
     };
@@ -239,6 +249,7 @@ function entryOf(tenantId: string, sessionId: string, fromSeq: number | null, s:
     history: s.history,
     compacted,
     facts: factsOf(compacted),
+    logFacts: loopFacts(s.history),
     index,
     partSeq: s.partSeq,
     bytes,
@@ -325,16 +336,19 @@ export function applyChanges(entry: Entry, changes: HistoryChanges): boolean {
     entry.compacted = [...entry.compacted, ...appended];
     // The same holds for the facts: no summary was appended, so the anchor is the newest reply
     // with a report among the appended ones (all newer than any held), else the old one.
-    const { anchor, pruned, readable } = entry.facts;
+    const { anchor, pruned, readable, loop } = entry.facts;
     entry.facts = {
       anchor: findAnchor(appended) ?? anchor,
       pruned: [...pruned, ...appended.filter(hasPrunedOutput)],
       readable: readable || hasReadableOutput(appended),
+      loop: extendLoopFacts(loop, appended),
     };
   } else {
     entry.compacted = filterCompacted(history);
     entry.facts = factsOf(entry.compacted);
   }
+  // The log itself only grew when no held message changed, boundary markers or not.
+  entry.logFacts = touched.size === 0 ? extendLoopFacts(entry.logFacts, appended) : loopFacts(history);
   entry.history = history;
   entry.rev = changes.rev;
   entry.lastSeq = changes.lastSeq;
@@ -347,6 +361,7 @@ export function factsOf(compacted: WithParts[]): ViewFacts {
     anchor: findAnchor(compacted),
     pruned: compacted.filter(hasPrunedOutput),
     readable: hasReadableOutput(compacted),
+    loop: loopFacts(compacted),
   };
 }
 

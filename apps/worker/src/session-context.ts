@@ -5,6 +5,8 @@ import {
   estimatePrompt,
   filterCompacted,
   findAnchor,
+  type LoopFacts,
+  loopFacts,
   MESSAGE_FRAMING_TOKENS,
   type ModelLimits,
   type PromptEstimate,
@@ -35,6 +37,10 @@ export interface SessionContext {
   history: WithParts[];
   /** filterCompacted(history) (queueView in queue mode): what the next call is built from. */
   view: WithParts[];
+  /** loopFacts(view): what decide() reads (kept up to date by the session cache). */
+  facts: LoopFacts;
+  /** loopFacts(history): unfinished replies and deferred calls of the log. */
+  logFacts: LoopFacts;
   agent: ResolvedAgent;
   budget: ContextBudget;
   shape: RequestShape;
@@ -83,7 +89,7 @@ export async function loadContext(
   }
   const cached = await cache.history(deps, tenantId, sessionId, session.boundarySeq);
   if (!cached) return undefined;
-  const ctx = await contextOf(deps, session, cached.history, cached.compacted, cached.facts);
+  const ctx = await contextOf(deps, session, cached.history, cached.compacted, cached.facts, cached.logFacts);
   ctx.memo = cached.memo;
   return ctx;
 }
@@ -99,6 +105,8 @@ export async function contextOf(
   history: WithParts[],
   compacted: WithParts[] = filterCompacted(history),
   facts?: ViewFacts,
+  /** loopFacts(history), when the caller keeps it. */
+  logFacts?: LoopFacts,
 ): Promise<SessionContext> {
   const agent = resolveAgent(session.agent);
   // midRunMessages "queue": mid-run messages wait for the end of the turn (core queueView), which
@@ -114,6 +122,8 @@ export async function contextOf(
     session,
     history,
     view,
+    facts: known?.loop ?? loopFacts(view),
+    logFacts: logFacts ?? loopFacts(history),
     agent,
     budget: contextBudget(agent.limits, agent.compaction),
     shape,

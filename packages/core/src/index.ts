@@ -36,6 +36,7 @@ export * from './session/gauge.ts';
 export * from './session/history.ts';
 export * from './session/input-fit.ts';
 export * from './session/loop.ts';
+export * from './session/loop-facts.ts';
 export * from './session/loop-guard.ts';
 export * from './session/model-message.ts';
 export * from './session/output-tokens.ts';

@@ -35,7 +35,8 @@ export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: s
     // Session control (control/): a recorded abort, answers of subagents, client-call timeouts.
     ctx = await applySessionControl(deps, writer, ctx, log);
     if (!ctx) return;
-    if (await closeInterrupted(writer, ctx.history, Date.now())) {
+    // The log's unfinished replies (loop facts): closeInterrupted keeps exactly those.
+    if (await closeInterrupted(writer, [...ctx.logFacts.unfinished], Date.now())) {
       log.info('closed a step left unfinished by a previous runner');
       ctx = await loadContext(deps, tenantId, sessionId);
       if (!ctx) return;
@@ -48,6 +49,8 @@ export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: s
 
     const input = {
       messages,
+      // loopFacts(messages), extended by the session cache as messages are appended.
+      facts: ctx.facts,
       agent,
       flags: deps.flags,
       // Interrupted steps and provider retries do not spend maxSteps (core step-budget.ts); these
@@ -107,6 +110,7 @@ export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: s
             signal,
             log,
             memo: ctx.memo,
+            facts: ctx.facts,
           });
         } catch (err) {
           if (!isUserAbort(signal)) throw err;

@@ -3,6 +3,7 @@ import {
   type ErrorData,
   errorData,
   fitRequest,
+  type LoopFacts,
   LooplineError,
   learnRatio,
   maxStepsWrapUp,
@@ -12,6 +13,7 @@ import {
   READ_OUTPUT_TOOL,
   requestMessages,
   requestTiktokens,
+  requestTiktokensOf,
   TASK_TOOL_NAME,
   type ToolConfig,
   type ToolPart,
@@ -80,6 +82,8 @@ export interface CallInput {
   log?: Logger;
   /** The session cache's request memo: only the messages added since the last call are converted. */
   memo?: RequestMemo | undefined;
+  /** loopFacts(history): the messages with attachments and the request's token tally, without a walk. */
+  facts?: LoopFacts | undefined;
 }
 
 export async function callModel(
@@ -157,7 +161,8 @@ async function callAfterStart(
   let fileData: Map<string, Uint8Array>;
   let model: Awaited<ReturnType<typeof modelFor>>;
   try {
-    fileData = await attachmentBytes(deps, writer.ctx, history, input.signal);
+    const withFiles = input.facts ? [...input.facts.files] : history;
+    fileData = await attachmentBytes(deps, writer.ctx, withFiles, input.signal);
     model = await modelFor(deps, { tenantId, agentName: session.agentName }, agent, agent.model);
   } catch (err) {
     if (input.signal.aborted || !(err instanceof LooplineError)) throw err;
@@ -350,7 +355,10 @@ async function callAfterStart(
   await deps.racepoint?.('tools:done');
 
   // What was sent, counted as the estimate counts it (pruned outputs as their placeholder).
-  const sentTokens = requestTiktokens(history, overheadOf(deps, system, toolDefs), agent.resendsReasoning);
+  const overhead = overheadOf(deps, system, toolDefs);
+  const sentTokens = input.facts
+    ? requestTiktokensOf(input.facts, overhead, agent.resendsReasoning)
+    : requestTiktokens(history, overhead, agent.resendsReasoning);
   const providerInput = finish.usage.input + finish.usage.cache.read + finish.usage.cache.write;
   // No usage reported (a server that sends none in the stream): nothing is learned, the ratio and
   // its margin stay as they are, and the next estimate is unanchored (findAnchor skips zeros).

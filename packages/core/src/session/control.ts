@@ -54,7 +54,7 @@ export function deferredOf(part: ToolPart, messageId: string = part.messageId): 
  * finished without an error (the step ran its other tools and closed the reply). A reply closed by
  * an abort or an interruption never waits: its deferred parts were marked interrupted with it.
  */
-export function deferredCalls(messages: WithParts[]): DeferredCall[] {
+export function deferredCalls(messages: readonly WithParts[]): DeferredCall[] {
   const out: DeferredCall[] = [];
   for (const m of messages) {
     const info = m.info;
