@@ -72,8 +72,8 @@ export interface ViewFacts {
 export interface RequestMemo {
   /** The previous step's requestMessages state (spent once extended). */
   request?: RequestState;
-  /** Provider messages by model message object. */
-  prompt: PromptMemo;
+  /** The previous call's provider messages (llm toProviderPrompt). */
+  prompt?: PromptMemo;
 }
 
 export interface CachedHistory {
@@ -254,7 +254,7 @@ function entryOf(tenantId: string, sessionId: string, fromSeq: number | null, s:
     partSeq: s.partSeq,
     bytes,
     sizes,
-    memo: { prompt: new WeakMap() },
+    memo: {},
   };
 }
 

@@ -30,37 +30,42 @@ export interface ToolSpec {
 }
 
 /**
- * Provider messages by the message object they were converted from. A message object is never
- * changed after it is made (core's conversions make new ones), so a hit is what converting it
- * again gives; the worker keeps one per cached session.
+ * The messages of the previous call and what each became. A message object is never changed
+ * after it is made (core's conversions make new ones), so the same object at the same place
+ * converts to the same provider message; the worker keeps one per cached session.
  */
-export type PromptMemo = WeakMap<object, ProviderMessage>;
+export interface PromptMemo {
+  messages: readonly PromptMessage[];
+  converted: readonly ProviderMessage[];
+}
 
 /**
  * System blocks (empty ones dropped, one system message each, in order) and the messages, as the
- * provider reads them. Empty text parts are dropped as the SDK drops them. With `memo`, each
- * message converted before is taken from it (and each new one added).
+ * provider reads them. Empty text parts are dropped as the SDK drops them. With `memo` (an object
+ * the caller keeps between calls), a message that is the same object at the same place as in the
+ * previous call is not converted again; the memo is updated to this call.
  */
 export function toProviderPrompt(
   system: readonly string[],
   messages: readonly PromptMessage[],
-  memo?: PromptMemo,
+  memo?: { prompt?: PromptMemo },
 ): ProviderPrompt {
   const out: ProviderPrompt = [];
   for (const block of system) if (block.trim() !== '') out.push({ role: 'system', content: block });
-  for (const m of messages) {
-    let converted = memo?.get(m);
-    if (!converted) {
-      converted = providerMessage(m);
-      memo?.set(m, converted);
-    }
+  const before = memo?.prompt;
+  const converted: ProviderMessage[] = new Array(messages.length);
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i]!;
+    const c = before && before.messages[i] === m ? before.converted[i]! : providerMessage(m);
+    converted[i] = c;
     // Consecutive tool messages are one (the SDK combines them the same way); a new object, as
-    // the converted ones may be memoised.
+    // the converted ones are kept for the next call.
     const last = out.at(-1);
-    if (converted.role === 'tool' && last?.role === 'tool')
-      out[out.length - 1] = { role: 'tool', content: [...last.content, ...converted.content] };
-    else out.push(converted);
+    if (c.role === 'tool' && last?.role === 'tool')
+      out[out.length - 1] = { role: 'tool', content: [...last.content, ...c.content] };
+    else out.push(c);
   }
+  if (memo) memo.prompt = { messages: messages.slice(), converted };
   return out;
 }
 

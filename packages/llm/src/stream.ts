@@ -36,8 +36,8 @@ export interface StepRequest {
   purpose?: string;
   /** What the server's chat template accepts (capabilities): role alternation, a system role. */
   template?: { strictAlternation?: boolean; systemRole?: boolean };
-  /** Provider messages of message objects sent before (prompt.ts PromptMemo): converted once. */
-  promptMemo?: PromptMemo;
+  /** The previous call's provider messages (prompt.ts PromptMemo): only new messages are converted. */
+  promptMemo?: { prompt?: PromptMemo };
 }
 
 export async function* streamStep(req: StepRequest): AsyncGenerator<LlmEvent, void, undefined> {

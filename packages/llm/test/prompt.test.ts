@@ -10,6 +10,7 @@ import {
   classifyError,
   type LlmEvent,
   normaliseStreamError,
+  type PromptMemo,
   type PromptMessage,
   StepNormaliser,
   type StreamPart,
@@ -88,8 +89,8 @@ describe('provider prompt', () => {
     }
   });
 
-  it('with a memo: the same prompt, each message object converted once, memoised ones never changed', async () => {
-    const memo = new WeakMap();
+  it('with a memo: the same prompt, unchanged messages not converted again nor changed', async () => {
+    const memo: { prompt?: PromptMemo } = {};
     const first = toProviderPrompt(['s'], conversation, memo);
     expect(first).toEqual(await sdkPrompt(['s'], conversation));
     const snapshot = structuredClone(first);
@@ -98,9 +99,9 @@ describe('provider prompt', () => {
     const second = toProviderPrompt(['s'], next, memo);
     expect(second).toEqual(await sdkPrompt(['s'], next));
     expect(second[1]).toBe(first[1]);
-    // Merging the tool messages made a new message: the memoised ones are as they were.
+    // Merging the tool messages made a new message: the kept ones are as they were.
     expect(toProviderPrompt(['s'], conversation, memo)).toEqual(snapshot);
-    expect(memo.get(conversation[2]!)).toEqual({
+    expect(memo.prompt?.converted[2]).toEqual({
       role: 'tool',
       content: [
         {
@@ -111,6 +112,9 @@ describe('provider prompt', () => {
         },
       ],
     });
+    // Another message in a kept place is converted, not taken from the memo.
+    const changed = [conversation[0]!, { role: 'user' as const, content: 'other' }, ...conversation.slice(2)];
+    expect(toProviderPrompt(['s'], changed, memo)).toEqual(await sdkPrompt(['s'], changed));
   });
 
   it('keeps the image type the bytes name and splits a data URL', () => {

@@ -211,7 +211,7 @@ async function callAfterStart(
     maxOutputTokens: fitRequest(input.estimate.bound, agent.limits).output,
     template: agent.caps,
     abortSignal: input.signal,
-    ...(memo ? { promptMemo: memo.prompt } : {}),
+    ...(memo ? { promptMemo: memo } : {}),
   });
   for await (const ev of events) {
     switch (ev.type) {

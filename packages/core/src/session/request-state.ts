@@ -11,20 +11,22 @@ import { type PairProblem, repairPairsFrom } from './tool-pairs.ts';
 
 /**
  * Where a conversion stopped: the view it converted (message objects, never mutated by whoever
- * holds them) and what each message became. Single use: extending it marks it spent, and a spent
- * state converts afresh, so two holders of one state never share the fold's set of call ids.
+ * holds them) and the checked model messages. Single use: extending it marks it spent (and takes
+ * over its arrays), and a spent state converts afresh, so two holders never share one.
  */
 export interface RequestState {
   readonly key: string;
   readonly view: readonly WithParts[];
-  /** The checked (repaired) model messages of each view message. */
-  readonly segments: readonly (readonly ModelMessage[])[];
+  /** The checked (repaired) model messages of the whole view, in order. */
+  readonly messages: ModelMessage[];
+  /** Where each view message's checked model messages start in `messages` (one more at the end). */
+  readonly starts: number[];
   /** Indexes of messages whose conversion reads `fileData` (converted again on every call). */
-  readonly dynamic: readonly number[];
-  readonly problems: readonly PairProblem[];
+  readonly dynamic: number[];
+  readonly problems: PairProblem[];
   /** Model messages before the check (PairProblem.index counts these). */
   readonly converted: number;
-  /** Call ids the fold has seen (shared with the state that extends this one). */
+  /** Call ids the fold has seen. */
   readonly seen: Set<string>;
   spent: boolean;
 }
@@ -47,34 +49,46 @@ export function requestMessages(
 ): RequestMessages {
   const key = optionsKey(opts);
   const from = prev && !prev.spent && prev.key === key && extendsView(prev.view, view) ? prev : undefined;
+  // A spent state is never read again: its arrays are extended in place.
   if (from) from.spent = true;
-  const segments = from ? from.segments.slice() : [];
-  const dynamic = from ? from.dynamic.slice() : [];
-  const problems = from ? from.problems.slice() : [];
+  const all = from ? from.messages : [];
+  const starts = from ? from.starts : [0];
+  const dynamic = from ? from.dynamic : [];
+  const problems = from ? from.problems : [];
   const seen = from ? from.seen : new Set<string>();
   let converted = from ? from.converted : 0;
-  for (let i = segments.length; i < view.length; i++) {
+  for (let i = starts.length - 1; i < view.length; i++) {
     const msg = view[i]!;
     if (readsFileData(msg, opts)) dynamic.push(i);
     const out = toModelMessages([msg], opts);
     const checked = repairPairsFrom(out, seen, converted);
-    problems.push(...checked.problems);
-    segments.push(checked.messages);
+    for (const p of checked.problems) problems.push(p);
+    for (const m of checked.messages) all.push(m);
+    starts.push(all.length);
     converted += out.length;
   }
-  const messages: ModelMessage[] = [];
-  let d = 0;
-  for (let i = 0; i < segments.length; i++) {
-    // A user message's http(s) files depend on this call's bytes; the check never changes a user message.
-    if (dynamic[d] === i) {
-      d++;
-      messages.push(...toModelMessages([view[i]!], opts));
-    } else for (const m of segments[i]!) messages.push(m);
+  const messages = all.slice();
+  // A user message's http(s) files depend on this call's bytes (the check never changes a user
+  // message): converted again, in place of the stored conversion.
+  if (dynamic.length > 0) {
+    for (let d = dynamic.length - 1; d >= 0; d--) {
+      const i = dynamic[d]!;
+      messages.splice(starts[i]!, starts[i + 1]! - starts[i]!, ...toModelMessages([view[i]!], opts));
+    }
   }
-  const state: RequestState = { key, view, segments, dynamic, problems, converted, seen, spent: false };
+  const state: RequestState = {
+    key,
+    view,
+    messages: all,
+    starts,
+    dynamic,
+    problems,
+    converted,
+    seen,
+    spent: false,
+  };
   return { messages, problems: problems.slice(), state };
 }
-
 function optionsKey(opts: ToModelOptions): string {
   return [
     opts.stripMedia === true,
