@@ -202,9 +202,7 @@ async function same(db: Db, cache: SessionCache, tenantId: string, sessionId: st
   memo.request = request.state;
   const fresh = toRequestMessages(plain!.view, { steer: true });
   expect(request.messages).toEqual(fresh.messages);
-  expect(toProviderPrompt(['s'], request.messages, memo)).toEqual(
-    toProviderPrompt(['s'], fresh.messages),
-  );
+  expect(toProviderPrompt(['s'], request.messages, memo)).toEqual(toProviderPrompt(['s'], fresh.messages));
   return got!.hit;
 }
 
