@@ -40,6 +40,7 @@ export interface StepRequest {
   promptMemo?: { prompt?: PromptMemo };
 }
 
+/** Streams one model request as Loopline's normalised events. */
 export async function* streamStep(req: StepRequest): AsyncGenerator<LlmEvent, void, undefined> {
   const signal = req.abortSignal;
   const normaliser = new StepNormaliser(
