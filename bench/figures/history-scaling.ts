@@ -1,7 +1,9 @@
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
 import { figureArgs } from '../lib/args.ts';
-import { forkChild } from '../lib/proc.ts';
+import { type CpuProfile, saveProfile, startProfiler } from '../lib/cpuprofile.ts';
+import { forkChild, OUT_DIR } from '../lib/proc.ts';
 import { emit, log, type Row, ratioOf } from '../lib/result.ts';
 import { seedHistory } from '../lib/seed.ts';
 import { benchSessions, benchTenant, send, startService, waitIdle } from '../lib/service.ts';
@@ -15,6 +17,12 @@ import { fmt, median, percentile, summarize } from '../lib/stats.ts';
 // to the time JSON.stringify takes on the same request body (measured apart, in the mock's
 // process): serialising the request necessarily grows with the history, so the CPU target is
 // read without it. Every round runs the three sizes one after the other (order rotating).
+// Each measured turn is followed by a second turn of the same session ("cached"): the first turn's
+// first step loads the whole history (the worker never saw the seeded session), the second finds
+// it in the worker's session cache, as a session's next turn does on the worker that ran the last
+// one; reported in rows of their own.
+// With --profile: each size's runs under V8's sampling profiler, one profile per size
+// (bench/out/scaling-<n>.cpuprofile; summarise with lib/prof-summary.ts, units = the steps).
 
 const args = figureArgs({ runs: 3, quickRuns: 2 });
 const STEPS = args.quick ? 8 : 20;
@@ -64,13 +72,18 @@ interface SizeRun {
   steps: number;
 }
 
-async function loopRun(sessionId: string): Promise<SizeRun> {
+const profiles = new Map<number, CpuProfile>();
+
+async function loopRun(sessionId: string, size?: number): Promise<SizeRun> {
   await mock.request({ type: 'reset' });
+  const stopProfile =
+    args.profile && size !== undefined && !profiles.has(size) ? await startProfiler() : undefined;
   const cpu0 = process.cpuUsage();
   await send(svc.url, tenant, sessionId, 'Run the bench chain.');
   // Polled every 250 ms: the poll runs in this process and its CPU is counted with the steps'.
   const final = await waitIdle(svc.db, tenant.tenantId, sessionId, 300_000, 250);
   const cpu = process.cpuUsage(cpu0);
+  if (stopProfile) profiles.set(size!, await stopProfile());
   if (final.status !== 'idle') throw new Error(`session ended ${final.status}: ${final.statusDetail}`);
   const { rows } = await sql<{ ms: number }>`
     select (extract(epoch from started_at) * 1000)::float8 as ms from steps
@@ -98,26 +111,38 @@ async function loopRun(sessionId: string): Promise<SizeRun> {
 // Warm-up: JIT, pools, on the spare 100-message session.
 await loopRun(sessions.get(100)![args.runs]!);
 const runs = new Map<number, SizeRun[]>(SIZES.map((n) => [n, []]));
+const cached = new Map<number, SizeRun[]>(SIZES.map((n) => [n, []]));
 for (let r = 0; r < args.runs; r++) {
   const order = SIZES.map((_, i) => SIZES[(i + r) % SIZES.length]!);
-  for (const n of order) runs.get(n)!.push(await loopRun(sessions.get(n)![r]!));
+  for (const n of order) {
+    runs.get(n)!.push(await loopRun(sessions.get(n)![r]!, n));
+    cached.get(n)!.push(await loopRun(sessions.get(n)![r]!));
+  }
   log(
     `  round ${r + 1}: ` +
       SIZES.map((n) => {
         const x = runs.get(n)!.at(-1)!;
         return (
           `${n} messages: overhead p50 ${fmt(percentile(x.overhead, 50))} ms, CPU ${fmt(x.cpu)} ms/step ` +
-          `(serialise ${fmt(x.serialise)} ms)`
+          `(serialise ${fmt(x.serialise)} ms; cached ${fmt(cached.get(n)!.at(-1)!.cpu)} ms/step)`
         );
       }).join('; '),
   );
 }
 await svc.close();
 await mock.stop();
+for (const [n, profile] of profiles) {
+  // The first run of each size (its CPU figures carry the profiler's overhead).
+  const file = path.join(OUT_DIR, `scaling-${n}.cpuprofile`);
+  saveProfile(profile, file);
+  log(`profile of ${n} messages (${runs.get(n)![0]!.steps} steps): ${file}`);
+}
 
 const cpuOf = (n: number) => runs.get(n)!.map((x) => x.cpu);
 const cpuEx = (n: number) => runs.get(n)!.map((x) => x.cpu - x.serialise);
 const p50Of = (n: number) => runs.get(n)!.map((x) => percentile(x.overhead, 50));
+const cachedEx = (n: number) => cached.get(n)!.map((x) => x.cpu - x.serialise);
+const cachedCpu = (n: number) => cached.get(n)!.map((x) => x.cpu);
 const rows: Row[] = [
   {
     figure: 'step CPU per step, 1,000 vs 100 messages since the boundary',
@@ -145,6 +170,21 @@ const rows: Row[] = [
       'serialising the request body excepted; with it: ' +
       `${fmt(median(cpuOf(10_000)))} vs ${fmt(median(cpuOf(100)))} ms`,
   },
+  ...[1_000, 10_000].map(
+    (n): Row => ({
+      figure: `step CPU per step, ${n.toLocaleString('en-US')} vs 100 messages, session cached (the next turn)`,
+      unit: 'ms',
+      loopline: summarize(cachedEx(n)),
+      ceilingLabel: 'same at 100 messages',
+      ceiling: summarize(cachedEx(100)),
+      ratio: ratioOf(cachedEx(n), cachedEx(100)),
+      target: '—',
+      met: null,
+      note:
+        "the turn after the measured one, its history in the worker's session cache; serialising the request " +
+        `body excepted; with it: ${fmt(median(cachedCpu(n)))} vs ${fmt(median(cachedCpu(100)))} ms`,
+    }),
+  ),
   {
     figure: 'step overhead p50, 1,000 vs 100 messages since the boundary',
     unit: 'ms',
@@ -195,6 +235,17 @@ emit({
           `${fmt(percentile(x.overhead, 50))} / ${fmt(percentile(x.overhead, 99))} ms | ${fmt(x.cpu)} ms | ` +
           `${fmt(x.serialise)} ms | ${fmt(x.cpu - x.serialise)} ms |`
         );
+      }),
+    ).flat(),
+    '',
+    "The next turn of the same session (its history in the worker's session cache since the turn above):",
+    '',
+    '| round | messages | CPU per step | serialise | CPU without it |',
+    '| ---: | ---: | ---: | ---: | ---: |',
+    ...Array.from({ length: args.runs }, (_, r) =>
+      SIZES.map((n) => {
+        const x = cached.get(n)![r]!;
+        return `| ${r + 1} | ${n.toLocaleString('en-US')} | ${fmt(x.cpu)} ms | ${fmt(x.serialise)} ms | ${fmt(x.cpu - x.serialise)} ms |`;
       }),
     ).flat(),
   ],

@@ -1,10 +1,14 @@
 import {
   type Anchor,
   compactionPartOf,
+  extendLoopFacts,
   filterCompacted,
   findAnchor,
   hasReadableOutput,
+  type LoopFacts,
+  loopFacts,
   type Part,
+  type RequestState,
   type WithParts,
 } from '@loopline/core';
 import {
@@ -14,6 +18,7 @@ import {
   historyChangesSince,
   loadHistorySnapshot,
 } from '@loopline/db';
+import type { PromptMemo } from '@loopline/llm';
 
 // The per-worker session cache: a session's log since its boundary and its filterCompacted view,
 // as of a history revision (packages/db history-revision.ts), so the next job of the session on
@@ -55,6 +60,20 @@ export interface ViewFacts {
   pruned: WithParts[];
   /** hasReadableOutput(compacted). */
   readable: boolean;
+  /** loopFacts(compacted): what decide() reads. */
+  loop: LoopFacts;
+}
+
+/**
+ * What the session's last model request was built from, so the next step converts only the
+ * messages added since (core requestMessages, llm toProviderPrompt's memo). Both check what they
+ * are given, so a stale or concurrent use converts afresh instead of sending something wrong.
+ */
+export interface RequestMemo {
+  /** The previous step's requestMessages state (spent once extended). */
+  request?: RequestState;
+  /** The previous call's provider messages (llm toProviderPrompt). */
+  prompt?: PromptMemo;
 }
 
 /** Changes read ahead (with the job's fence), valid for an entry still at revision `since`. */
@@ -68,6 +87,10 @@ export interface CachedHistory {
   /** filterCompacted(history). */
   compacted: WithParts[];
   facts: ViewFacts;
+  /** loopFacts(history): what the step's session control reads from the log. */
+  logFacts: LoopFacts;
+  /** The entry's request memo (lives as long as the entry: a reload starts a new one). */
+  memo: RequestMemo;
   hit: boolean;
 }
 
@@ -81,6 +104,7 @@ interface Entry {
   history: WithParts[];
   compacted: WithParts[];
   facts: ViewFacts;
+  logFacts: LoopFacts;
   /** Position of each message in `history` (never reordered: a removal reloads). */
   index: Map<string, number>;
   /** Largest parts.seq per message. */
@@ -88,6 +112,7 @@ interface Entry {
   bytes: number;
   /** Approximate bytes of each message with its parts. */
   sizes: Map<string, number>;
+  memo: RequestMemo;
 }
 
 export class SessionCache {
@@ -141,7 +166,14 @@ export class SessionCache {
         if (applyChanges(entry, changes)) {
           this.put(entry);
           this.count('hit');
-          return { history: entry.history, compacted: entry.compacted, facts: entry.facts, hit: true };
+          return {
+            history: entry.history,
+            compacted: entry.compacted,
+            facts: entry.facts,
+            logFacts: entry.logFacts,
+            memo: entry.memo,
+            hit: true,
+          };
         }
         reason = 'changed';
       }
@@ -151,7 +183,14 @@ export class SessionCache {
     const fresh = entryOf(tenantId, sessionId, fromSeq, snapshot);
     if (!this.put(fresh) && reason === 'absent') reason = 'oversize';
     this.count('miss', reason);
-    return { history: fresh.history, compacted: fresh.compacted, facts: fresh.facts, hit: false };
+    return {
+      history: fresh.history,
+      compacted: fresh.compacted,
+      facts: fresh.facts,
+      logFacts: fresh.logFacts,
+      memo: fresh.memo,
+      hit: false,
+    };
   }
 
   /** The revision the session's entry was read at (what its next refresh continues from). */
@@ -227,10 +266,12 @@ function entryOf(tenantId: string, sessionId: string, fromSeq: number | null, s:
     history: s.history,
     compacted,
     facts: factsOf(compacted),
+    logFacts: loopFacts(s.history),
     index,
     partSeq: s.partSeq,
     bytes,
     sizes,
+    memo: {},
   };
 }
 
@@ -312,16 +353,19 @@ export function applyChanges(entry: Entry, changes: HistoryChanges): boolean {
     entry.compacted = [...entry.compacted, ...appended];
     // The same holds for the facts: no summary was appended, so the anchor is the newest reply
     // with a report among the appended ones (all newer than any held), else the old one.
-    const { anchor, pruned, readable } = entry.facts;
+    const { anchor, pruned, readable, loop } = entry.facts;
     entry.facts = {
       anchor: findAnchor(appended) ?? anchor,
       pruned: [...pruned, ...appended.filter(hasPrunedOutput)],
       readable: readable || hasReadableOutput(appended),
+      loop: extendLoopFacts(loop, appended),
     };
   } else {
     entry.compacted = filterCompacted(history);
     entry.facts = factsOf(entry.compacted);
   }
+  // The log itself only grew when no held message changed, boundary markers or not.
+  entry.logFacts = touched.size === 0 ? extendLoopFacts(entry.logFacts, appended) : loopFacts(history);
   entry.history = history;
   entry.rev = changes.rev;
   entry.lastSeq = changes.lastSeq;
@@ -334,6 +378,7 @@ export function factsOf(compacted: WithParts[]): ViewFacts {
     anchor: findAnchor(compacted),
     pruned: compacted.filter(hasPrunedOutput),
     readable: hasReadableOutput(compacted),
+    loop: loopFacts(compacted),
   };
 }
 

@@ -5,6 +5,8 @@ import {
   estimatePrompt,
   filterCompacted,
   findAnchor,
+  type LoopFacts,
+  loopFacts,
   MESSAGE_FRAMING_TOKENS,
   type ModelLimits,
   type PromptEstimate,
@@ -20,6 +22,7 @@ import type { CacheDeps, Metered, Store, Tokens, WorkerDeps } from './deps.ts';
 import {
   defaultSessionCache,
   type PrefetchedChanges,
+  type RequestMemo,
   SessionCache,
   type ViewFacts,
 } from './session-cache.ts';
@@ -40,6 +43,10 @@ export interface SessionContext {
   history: WithParts[];
   /** filterCompacted(history) (queueView in queue mode): what the next call is built from. */
   view: WithParts[];
+  /** loopFacts(view): what decide() reads (kept up to date by the session cache). */
+  facts: LoopFacts;
+  /** loopFacts(history): unfinished replies and deferred calls of the log. */
+  logFacts: LoopFacts;
   agent: ResolvedAgent;
   budget: ContextBudget;
   shape: RequestShape;
@@ -50,6 +57,8 @@ export interface SessionContext {
    */
   estimate: number;
   prompt: PromptEstimate;
+  /** The session cache's request memo (absent without the cache): the model call converts only what is new. */
+  memo?: RequestMemo;
 }
 
 /** The agent's limits and capabilities, else the model catalog's (resolved once per job). */
@@ -88,7 +97,9 @@ export async function loadContext(
   }
   const cached = await cache.history(deps, tenantId, sessionId, session.boundarySeq, prefetched);
   if (!cached) return undefined;
-  return contextOf(deps, session, cached.history, cached.compacted, cached.facts);
+  const ctx = await contextOf(deps, session, cached.history, cached.compacted, cached.facts, cached.logFacts);
+  ctx.memo = cached.memo;
+  return ctx;
 }
 
 /**
@@ -102,6 +113,8 @@ export async function contextOf(
   history: WithParts[],
   compacted: WithParts[] = filterCompacted(history),
   facts?: ViewFacts,
+  /** loopFacts(history), when the caller keeps it. */
+  logFacts?: LoopFacts,
 ): Promise<SessionContext> {
   const agent = resolveAgent(session.agent);
   // midRunMessages "queue": mid-run messages wait for the end of the turn (core queueView), which
@@ -117,6 +130,8 @@ export async function contextOf(
     session,
     history,
     view,
+    facts: known?.loop ?? loopFacts(view),
+    logFacts: logFacts ?? loopFacts(history),
     agent,
     budget: contextBudget(agent.limits, agent.compaction),
     shape,

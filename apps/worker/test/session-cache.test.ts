@@ -1,4 +1,13 @@
-import { filterCompacted, newId, type Part, type TextPart, type ToolPart } from '@loopline/core';
+import {
+  filterCompacted,
+  loopFacts,
+  newId,
+  type Part,
+  requestMessages,
+  type TextPart,
+  type ToolPart,
+  toRequestMessages,
+} from '@loopline/core';
 import {
   acquireFence,
   acquireFenceWithChanges,
@@ -15,11 +24,11 @@ import {
   userMessagesAfter,
   withFence,
 } from '@loopline/db';
-import { createTokenizer } from '@loopline/llm';
+import { createTokenizer, toProviderPrompt } from '@loopline/llm';
 import { describe, expect } from 'vitest';
 import { pgTest as test } from '../../../packages/testkit/src/fixtures.ts';
 import { makeSessionWithTenant } from '../../../packages/testkit/src/index.ts';
-import { SessionCache } from '../src/session-cache.ts';
+import { factsOf, SessionCache } from '../src/session-cache.ts';
 import { loadContext } from '../src/session-context.ts';
 
 // The session cache against real PostgreSQL: after every kind of write the log sees (appends by
@@ -195,6 +204,18 @@ async function same(
   expect(cached!.view).toEqual(plain!.view);
   expect(cached!.prompt).toEqual(plain!.prompt);
   expect(cached!.shape.overheadTokens).toBe(plain!.shape.overheadTokens);
+  // The facts it keeps up to date equal the facts of a fresh load.
+  expect(got!.facts).toEqual(factsOf(filterCompacted(cold)));
+  expect(got!.logFacts).toEqual(loopFacts(cold));
+  expect(cached!.facts).toEqual(plain!.facts);
+  expect(cached!.logFacts).toEqual(plain!.logFacts);
+  // The model request continued from the previous check's equals a fresh conversion.
+  const memo = cached!.memo!;
+  const request = requestMessages(cached!.view, { steer: true }, memo.request);
+  memo.request = request.state;
+  const fresh = toRequestMessages(plain!.view, { steer: true });
+  expect(request.messages).toEqual(fresh.messages);
+  expect(toProviderPrompt(['s'], request.messages, memo)).toEqual(toProviderPrompt(['s'], fresh.messages));
   return got!.hit;
 }
 

@@ -138,6 +138,7 @@ export {
   PROVIDER_DEFAULT_PROMPT,
   SUBTASK_TEXT,
 } from './session/placeholders.ts';
+export { type RequestMessages, type RequestState, requestMessages } from './session/request-state.ts';
 export { capText, maxStepsWrapUp, systemBlocks, toModelMessages } from './session/to-model-messages.ts';
 export { checkToolPairs, repairToolPairs, toRequestMessages } from './session/tool-pairs.ts';
 
@@ -206,6 +207,14 @@ export { promptTokens, usageCount, usageFromSdk } from './session/usage.ts';
 // The loop policy (docs/context.md §6): the next move, step budgets, provider errors, the no-loop guard.
 
 export { type AfterCallInput, afterCall, type DecideInput, decide, type LoopAction } from './session/loop.ts';
+export {
+  extendLoopFacts,
+  type LoopFacts,
+  loopFacts,
+  requestTiktokensOf,
+  type TiktokenTally,
+  turnAbortedOf,
+} from './session/loop-facts.ts';
 export {
   compactionsInARow,
   compactionVerdict,

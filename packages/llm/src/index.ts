@@ -25,6 +25,7 @@ export {
 export { StepNormaliser } from './normalise.ts';
 export {
   type Model,
+  type PromptMemo,
   type PromptMessage,
   type ProviderPrompt,
   type StreamPart,

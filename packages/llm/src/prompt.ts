@@ -30,64 +30,85 @@ export interface ToolSpec {
 }
 
 /**
+ * The messages of the previous call and what each became. A message object is never changed
+ * after it is made (core's conversions make new ones), so the same object at the same place
+ * converts to the same provider message; the worker keeps one per cached session.
+ */
+export interface PromptMemo {
+  messages: readonly PromptMessage[];
+  converted: readonly ProviderMessage[];
+}
+
+/**
  * System blocks (empty ones dropped, one system message each, in order) and the messages, as the
- * provider reads them. Empty text parts are dropped as the SDK drops them.
+ * provider reads them. Empty text parts are dropped as the SDK drops them. With `memo` (an object
+ * the caller keeps between calls), a message that is the same object at the same place as in the
+ * previous call is not converted again; the memo is updated to this call.
  */
 export function toProviderPrompt(
   system: readonly string[],
   messages: readonly PromptMessage[],
+  memo?: { prompt?: PromptMemo },
 ): ProviderPrompt {
   const out: ProviderPrompt = [];
   for (const block of system) if (block.trim() !== '') out.push({ role: 'system', content: block });
-  for (const m of messages) {
-    if (typeof m.content === 'string') {
-      out.push({ role: m.role as 'user' | 'assistant', content: [{ type: 'text', text: m.content }] });
-      continue;
+  const before = memo?.prompt;
+  const converted: ProviderMessage[] = new Array(messages.length);
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i]!;
+    const c = before && before.messages[i] === m ? before.converted[i]! : providerMessage(m);
+    converted[i] = c;
+    // Consecutive tool messages are one (the SDK combines them the same way); a new object, as
+    // the converted ones are kept for the next call.
+    const last = out.at(-1);
+    if (c.role === 'tool' && last?.role === 'tool')
+      out[out.length - 1] = { role: 'tool', content: [...last.content, ...c.content] };
+    else out.push(c);
+  }
+  if (memo) memo.prompt = { messages: messages.slice(), converted };
+  return out;
+}
+
+function providerMessage(m: PromptMessage): ProviderMessage {
+  if (typeof m.content === 'string')
+    return { role: m.role as 'user' | 'assistant', content: [{ type: 'text', text: m.content }] };
+  switch (m.role) {
+    case 'user': {
+      const content: UserPart[] = [];
+      for (const p of m.content) {
+        if (p.type === 'text') {
+          if (p.text !== '') content.push({ type: 'text', text: p.text });
+        } else content.push(filePart(p.data, p.mediaType, p.filename));
+      }
+      return { role: 'user', content };
     }
-    switch (m.role) {
-      case 'user': {
-        const content: UserPart[] = [];
-        for (const p of m.content) {
-          if (p.type === 'text') {
-            if (p.text !== '') content.push({ type: 'text', text: p.text });
-          } else content.push(filePart(p.data, p.mediaType, p.filename));
-        }
-        out.push({ role: 'user', content });
-        break;
+    case 'assistant': {
+      const content: Extract<ProviderMessage, { role: 'assistant' }>['content'] = [];
+      for (const p of m.content) {
+        if (p.type === 'text') {
+          if (p.text !== '') content.push({ type: 'text', text: p.text });
+        } else if (p.type === 'reasoning') content.push({ type: 'reasoning', text: p.text });
+        else
+          content.push({
+            type: 'tool-call',
+            toolCallId: p.toolCallId,
+            toolName: p.toolName,
+            input: p.input,
+          });
       }
-      case 'assistant': {
-        const content: Extract<ProviderMessage, { role: 'assistant' }>['content'] = [];
-        for (const p of m.content) {
-          if (p.type === 'text') {
-            if (p.text !== '') content.push({ type: 'text', text: p.text });
-          } else if (p.type === 'reasoning') content.push({ type: 'reasoning', text: p.text });
-          else
-            content.push({
-              type: 'tool-call',
-              toolCallId: p.toolCallId,
-              toolName: p.toolName,
-              input: p.input,
-            });
-        }
-        out.push({ role: 'assistant', content });
-        break;
-      }
-      case 'tool': {
-        const content = m.content.map((p) => ({
+      return { role: 'assistant', content };
+    }
+    case 'tool':
+      return {
+        role: 'tool',
+        content: m.content.map((p) => ({
           type: 'tool-result' as const,
           toolCallId: p.toolCallId,
           toolName: p.toolName,
           output: p.output,
-        }));
-        // Consecutive tool messages are one (the SDK combines them the same way).
-        const last = out.at(-1);
-        if (last?.role === 'tool') last.content.push(...content);
-        else out.push({ role: 'tool', content });
-        break;
-      }
-    }
+        })),
+      };
   }
-  return out;
 }
 
 /** Tool specs as function tools (the schema is sent as it is; the worker validates inputs). */

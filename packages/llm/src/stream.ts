@@ -13,6 +13,7 @@ import { StepNormaliser } from './normalise.ts';
 import {
   type CallOptions,
   type Model,
+  type PromptMemo,
   type PromptMessage,
   type StreamPart,
   type ToolSpec,
@@ -35,6 +36,8 @@ export interface StepRequest {
   purpose?: string;
   /** What the server's chat template accepts (capabilities): role alternation, a system role. */
   template?: { strictAlternation?: boolean; systemRole?: boolean };
+  /** The previous call's provider messages (prompt.ts PromptMemo): only new messages are converted. */
+  promptMemo?: { prompt?: PromptMemo };
 }
 
 /** Streams one model request as Loopline's normalised events. */
@@ -70,7 +73,7 @@ export async function* streamStep(req: StepRequest): AsyncGenerator<LlmEvent, vo
       : { system: req.system, messages: req.messages };
     const tools = toProviderTools(req.tools);
     const { stream } = await req.model.doStream({
-      prompt: toProviderPrompt(shaped.system, shaped.messages),
+      prompt: toProviderPrompt(shaped.system, shaped.messages, req.promptMemo),
       ...(tools ? { tools, toolChoice: { type: req.toolChoice ?? 'auto' } } : {}),
       ...(req.maxOutputTokens !== undefined ? { maxOutputTokens: req.maxOutputTokens } : {}),
       ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),

@@ -10,6 +10,7 @@ import {
   classifyError,
   type LlmEvent,
   normaliseStreamError,
+  type PromptMemo,
   type PromptMessage,
   StepNormaliser,
   type StreamPart,
@@ -86,6 +87,34 @@ describe('provider prompt', () => {
     for (const system of [[], ['stable'], ['stable', '', 'per message'], ['  ']]) {
       expect(toProviderPrompt(system, conversation)).toEqual(await sdkPrompt(system, conversation));
     }
+  });
+
+  it('with a memo: the same prompt, unchanged messages not converted again nor changed', async () => {
+    const memo: { prompt?: PromptMemo } = {};
+    const first = toProviderPrompt(['s'], conversation, memo);
+    expect(first).toEqual(await sdkPrompt(['s'], conversation));
+    const snapshot = structuredClone(first);
+    // The next call sends the same objects and one more message; the two tool messages are again one.
+    const next = [...conversation, { role: 'assistant' as const, content: 'bye' }];
+    const second = toProviderPrompt(['s'], next, memo);
+    expect(second).toEqual(await sdkPrompt(['s'], next));
+    expect(second[1]).toBe(first[1]);
+    // Merging the tool messages made a new message: the kept ones are as they were.
+    expect(toProviderPrompt(['s'], conversation, memo)).toEqual(snapshot);
+    expect(memo.prompt?.converted[2]).toEqual({
+      role: 'tool',
+      content: [
+        {
+          type: 'tool-result',
+          toolCallId: 'c1',
+          toolName: 'lookup',
+          output: { type: 'text', value: 'sunny' },
+        },
+      ],
+    });
+    // Another message in a kept place is converted, not taken from the memo.
+    const changed = [conversation[0]!, { role: 'user' as const, content: 'other' }, ...conversation.slice(2)];
+    expect(toProviderPrompt(['s'], changed, memo)).toEqual(await sdkPrompt(['s'], changed));
   });
 
   it('keeps the image type the bytes name and splits a data URL', () => {

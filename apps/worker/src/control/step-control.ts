@@ -3,7 +3,6 @@ import type { Logger } from 'pino';
 import type { CacheDeps, Metered, Resources, Tokens } from '../deps.ts';
 import { loadContext, type SessionContext } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
-import { unfinishedAssistants } from '../step/recover.ts';
 import { endAbortedTurn, requestSessionAbort } from './abort.ts';
 import { settleDeferred } from './waits.ts';
 
@@ -23,7 +22,7 @@ export async function applySessionControl(
   const { tenantId, sessionId } = writer.ctx;
   // A runner died mid-step after starting subagents: closeInterrupted (next) marks those tasks
   // interrupted — never re-run — so their children are aborted instead of running unseen.
-  const orphans = unfinishedAssistants(ctx.history).flatMap((m) =>
+  const orphans = ctx.logFacts.unfinished.flatMap((m) =>
     m.parts.flatMap((p) => (p.type === 'tool' ? (deferredOf(p)?.childSessionId ?? []) : [])),
   );
   if (orphans.length > 0) await requestSessionAbort(deps, tenantId, orphans, log);

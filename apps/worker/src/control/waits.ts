@@ -34,7 +34,8 @@ export async function settleDeferred(
   ctx: SessionContext,
   log: Logger,
 ): Promise<boolean> {
-  const calls = deferredCalls(ctx.history);
+  // The log's replies holding deferred calls (loop facts): deferredCalls of the whole log.
+  const calls = deferredCalls(ctx.logFacts.waiting);
   if (calls.length === 0) return false;
   const now = Date.now();
   const ready: Array<{ part: ToolPart; result: LateResult }> = [];

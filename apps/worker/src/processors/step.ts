@@ -39,7 +39,8 @@ export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: s
       // Session control (control/): a recorded abort, answers of subagents, client-call timeouts.
       ctx = await applySessionControl(deps, writer, ctx, log);
       if (!ctx) return;
-      if (await closeInterrupted(writer, ctx.history, Date.now())) {
+      // The log's unfinished replies (loop facts): closeInterrupted keeps exactly those.
+      if (await closeInterrupted(writer, [...ctx.logFacts.unfinished], Date.now())) {
         log.info('closed a step left unfinished by a previous runner');
         ctx = await loadContext(deps, tenantId, sessionId);
         if (!ctx) return;
@@ -52,6 +53,8 @@ export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: s
 
       const input = {
         messages,
+        // loopFacts(messages), extended by the session cache as messages are appended.
+        facts: ctx.facts,
         agent,
         flags: deps.flags,
         // Interrupted steps and provider retries do not spend maxSteps (core step-budget.ts); these
@@ -113,6 +116,8 @@ export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: s
               job: { id: job.id ?? 'unknown', attempt },
               signal,
               log,
+              memo: ctx.memo,
+              facts: ctx.facts,
             });
           } catch (err) {
             if (!isUserAbort(signal)) throw err;

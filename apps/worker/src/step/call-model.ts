@@ -3,6 +3,7 @@ import {
   type ErrorData,
   errorData,
   fitRequest,
+  type LoopFacts,
   LooplineError,
   learnRatio,
   maxStepsWrapUp,
@@ -10,11 +11,12 @@ import {
   type Part,
   type PromptEstimate,
   READ_OUTPUT_TOOL,
+  requestMessages,
   requestTiktokens,
+  requestTiktokensOf,
   TASK_TOOL_NAME,
   type ToolConfig,
   type ToolPart,
-  toRequestMessages,
   type Usage,
   type WithParts,
 } from '@loopline/core';
@@ -35,6 +37,7 @@ import { isUserAbort } from '../abort-reason.ts';
 import type { WorkerDeps } from '../deps.ts';
 import { secondsSince } from '../metrics.ts';
 import { modelFor } from '../model-endpoint.ts';
+import type { RequestMemo } from '../session-cache.ts';
 import { type ResolvedAgent, sessionRatio } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { runTools, type ToolResultWrite, writeToolResult } from '../tools/run-tools.ts';
@@ -77,6 +80,10 @@ export interface CallInput {
   signal: AbortSignal;
   /** The job's logger (lease-runner): provider failures are logged here with their reason. */
   log?: Logger;
+  /** The session cache's request memo: only the messages added since the last call are converted. */
+  memo?: RequestMemo | undefined;
+  /** loopFacts(history): the messages with attachments and the request's token tally, without a walk. */
+  facts?: LoopFacts | undefined;
 }
 
 export async function callModel(
@@ -157,7 +164,8 @@ async function callAfterStart(
   let fileData: Map<string, Uint8Array>;
   let model: Awaited<ReturnType<typeof modelFor>>;
   try {
-    fileData = await attachmentBytes(deps, writer.ctx, history, input.signal);
+    const withFiles = input.facts ? [...input.facts.files] : history;
+    fileData = await attachmentBytes(deps, writer.ctx, withFiles, input.signal);
     model = await modelFor(deps, { tenantId, agentName: session.agentName }, agent, agent.model);
   } catch (err) {
     if (input.signal.aborted || !(err instanceof LooplineError)) throw err;
@@ -176,11 +184,14 @@ async function callAfterStart(
     return { type: 'failed', error };
   }
   // The pair invariant is checked (and a broken pair repaired) before anything is sent.
-  const { messages, problems } = toRequestMessages(history, {
-    steer: agent.midRunMessages === 'steer',
-    resendsReasoning: agent.resendsReasoning,
-    fileData,
-  });
+  const memo = input.memo;
+  const request = requestMessages(
+    history,
+    { steer: agent.midRunMessages === 'steer', resendsReasoning: agent.resendsReasoning, fileData },
+    memo?.request,
+  );
+  if (memo) memo.request = request.state;
+  const { messages, problems } = request;
   if (problems.length > 0) {
     deps.logger.warn(
       { tenantId: session.tenantId, sessionId, problems: problems.slice(0, 20), count: problems.length },
@@ -203,6 +214,7 @@ async function callAfterStart(
     maxOutputTokens: fitRequest(input.estimate.bound, agent.limits).output,
     template: agent.caps,
     abortSignal: input.signal,
+    ...(memo ? { promptMemo: memo } : {}),
   });
   for await (const ev of events) {
     switch (ev.type) {
@@ -346,7 +358,10 @@ async function callAfterStart(
   await deps.racepoint?.('tools:done');
 
   // What was sent, counted as the estimate counts it (pruned outputs as their placeholder).
-  const sentTokens = requestTiktokens(history, overheadOf(deps, system, toolDefs), agent.resendsReasoning);
+  const overhead = overheadOf(deps, system, toolDefs);
+  const sentTokens = input.facts
+    ? requestTiktokensOf(input.facts, overhead, agent.resendsReasoning)
+    : requestTiktokens(history, overhead, agent.resendsReasoning);
   const providerInput = finish.usage.input + finish.usage.cache.read + finish.usage.cache.write;
   // No usage reported (a server that sends none in the stream): nothing is learned, the ratio and
   // its margin stay as they are, and the next estimate is unanchored (findAnchor skips zeros).

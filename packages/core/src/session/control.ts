@@ -56,7 +56,7 @@ export function deferredOf(part: ToolPart, messageId: string = part.messageId): 
 }
 
 /** Calls the session waits on: running deferred tool parts of replies that finished without an error. */
-export function deferredCalls(messages: WithParts[]): DeferredCall[] {
+export function deferredCalls(messages: readonly WithParts[]): DeferredCall[] {
   const out: DeferredCall[] = [];
   for (const m of messages) {
     const info = m.info;

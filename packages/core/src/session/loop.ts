@@ -6,17 +6,12 @@
 import type { AgentConfig, RuntimeFlags } from '../config.ts';
 import { type ErrorData, errorData } from '../errors.ts';
 import type { WithParts } from '../schema/message.ts';
-import { type DeferredCall, deferredCalls, turnAborted } from './control.ts';
+import { type DeferredCall, deferredCalls } from './control.ts';
+import { type LoopFacts, loopFacts, turnAbortedOf } from './loop-facts.ts';
 import { compactionVerdict, grewSinceCompaction } from './loop-guard.ts';
 import { contextBudget, exceedsWindow, isOverflow } from './overflow.ts';
-import {
-  budgetExceeded,
-  type ProviderRetry,
-  providerRetry,
-  type StepBudgets,
-  stepsThisTurn,
-} from './step-budget.ts';
-import { newestByRole, pendingCompaction } from './turn.ts';
+import { budgetExceeded, type ProviderRetry, providerRetry, type StepBudgets } from './step-budget.ts';
+import { pendingCompaction } from './turn.ts';
 
 export type LoopAction =
   /** `aborted`: the newest reply, newer than the newest user message, was ended by POST …/abort. */
@@ -47,6 +42,11 @@ export interface DecideInput {
   flags: RuntimeFlags;
   /** Model calls already made in the current user turn; stepsThisTurn(messages) when absent. */
   stepsThisTurn?: number | undefined;
+  /**
+   * loopFacts(messages), when the caller keeps them up to date (the worker's session cache extends
+   * them as messages are appended): decide() then reads no message but the newest ones.
+   */
+  facts?: LoopFacts | undefined;
   /**
    * The fault budgets (step-budget.ts), checked before anything else: a turn that spent one fails
    * whatever else the log says. Absent: not checked.
@@ -79,20 +79,20 @@ export function decide(input: DecideInput): LoopAction {
   const { messages, agent, flags, estimate } = input;
   const spent = input.budgets && budgetExceeded(messages, input.budgets);
   if (spent) return { type: 'fail', error: spent };
-  const lastUser = newestByRole(messages, 'user');
+  const facts = input.facts ?? loopFacts(messages);
+  const { lastUser, lastAssistant } = facts;
   if (!lastUser) return { type: 'exit', reason: 'no-user-message' };
-  const lastAssistant = newestByRole(messages, 'assistant');
   if (lastAssistant && lastAssistant.info.seq > lastUser.info.seq && isDone(lastAssistant)) {
     return { type: 'exit', reason: 'finished' };
   }
   // An aborted reply ends the turn; a user message typed after it starts a new one.
-  if (turnAborted(messages)) return { type: 'exit', reason: 'aborted' };
+  if (turnAbortedOf(facts)) return { type: 'exit', reason: 'aborted' };
   // Never call the model, nor compact, while a call it made still waits for its result.
-  const waiting = deferredCalls(messages);
+  const waiting = deferredCalls(facts.waiting);
   if (waiting.length > 0) return { type: 'wait', calls: waiting };
 
   // Subtasks would run first; Loopline has none yet.
-  const pending = pendingCompaction(messages);
+  const pending = pendingCompaction(facts.compactions);
   if (pending) return { type: 'run-compaction', messageId: pending.message.info.id, partId: pending.part.id };
 
   const { compaction, limits } = agent;
@@ -123,7 +123,7 @@ export function decide(input: DecideInput): LoopAction {
   if (exceedsWindow(estimate, limits)) {
     return { type: 'fail', error: errorData('ContextOverflowError', undefined, { estimate }) };
   }
-  const steps = input.stepsThisTurn ?? stepsThisTurn(messages);
+  const steps = input.stepsThisTurn ?? facts.steps;
   if (steps >= agent.maxSteps) {
     return { type: 'fail', error: errorData('MaxStepsReachedError', undefined, { steps }) };
   }

@@ -48,15 +48,27 @@ export function repairToolPairs(messages: ModelMessage[]): {
   messages: ModelMessage[];
   problems: PairProblem[];
 } {
+  return repairPairsFrom(messages, new Set(), 0);
+}
+
+/**
+ * repairToolPairs of a request's continuation: `seenCalls` holds the call ids of the messages
+ * before `messages` (and gets theirs), `offset` how many messages came before (for the problems'
+ * index). The same fold, resumable where no tool message follows the previous messages' calls.
+ */
+export function repairPairsFrom(
+  messages: ModelMessage[],
+  seenCalls: Set<string>,
+  offset: number,
+): { messages: ModelMessage[]; problems: PairProblem[] } {
   const problems: PairProblem[] = [];
   const out: ModelMessage[] = [];
-  const seenCalls = new Set<string>();
   for (let i = 0; i < messages.length; i++) {
     const msg = messages[i]!;
     if (msg.role === 'tool') {
       // Results the branch below did not consume: nothing calls them.
       for (const r of msg.content)
-        problems.push({ kind: 'orphan-result', toolCallId: r.toolCallId, index: i });
+        problems.push({ kind: 'orphan-result', toolCallId: r.toolCallId, index: offset + i });
       continue;
     }
     if (msg.role !== 'assistant') {
@@ -73,7 +85,7 @@ export function repairToolPairs(messages: ModelMessage[]): {
     for (const c of calls) {
       if (seenCalls.has(c.toolCallId)) {
         dropped.add(c);
-        problems.push({ kind: 'duplicate-call', toolCallId: c.toolCallId, index: i });
+        problems.push({ kind: 'duplicate-call', toolCallId: c.toolCallId, index: offset + i });
       } else seenCalls.add(c.toolCallId);
     }
     let assistant: AssistantModelMessage = msg;
@@ -95,9 +107,9 @@ export function repairToolPairs(messages: ModelMessage[]): {
     for (const r of given) {
       if (!wanted.has(r.toolCallId)) {
         const kind = byId.has(r.toolCallId) || dropped.size > 0 ? 'duplicate-result' : 'orphan-result';
-        problems.push({ kind, toolCallId: r.toolCallId, index: i + 1 });
+        problems.push({ kind, toolCallId: r.toolCallId, index: offset + i + 1 });
       } else if (byId.has(r.toolCallId)) {
-        problems.push({ kind: 'duplicate-result', toolCallId: r.toolCallId, index: i + 1 });
+        problems.push({ kind: 'duplicate-result', toolCallId: r.toolCallId, index: offset + i + 1 });
       } else {
         byId.set(r.toolCallId, r);
         arrival.push(r.toolCallId);
@@ -105,12 +117,12 @@ export function repairToolPairs(messages: ModelMessage[]): {
     }
     const inOrder = calls.map((c) => c.toolCallId).filter((id) => byId.has(id));
     if (inOrder.some((id, k) => arrival[k] !== id)) {
-      problems.push({ kind: 'out-of-order', toolCallId: inOrder[0]!, index: i + 1 });
+      problems.push({ kind: 'out-of-order', toolCallId: inOrder[0]!, index: offset + i + 1 });
     }
     const results: ModelToolResultPart[] = calls.map((c) => {
       const r = byId.get(c.toolCallId);
       if (r) return r;
-      problems.push({ kind: 'missing-result', toolCallId: c.toolCallId, index: i });
+      problems.push({ kind: 'missing-result', toolCallId: c.toolCallId, index: offset + i });
       return {
         type: 'tool-result',
         toolCallId: c.toolCallId,

@@ -50,7 +50,7 @@ export interface PendingCompaction {
 }
 
 /** The newest compaction message with no completed summary answering it (closed no-ops aside). */
-export function pendingCompaction(messages: WithParts[]): PendingCompaction | undefined {
+export function pendingCompaction(messages: readonly WithParts[]): PendingCompaction | undefined {
   const answered = new Set<string>();
   for (const m of messages) if (isCompletedSummary(m)) answered.add(m.info.parentId);
   let best: PendingCompaction | undefined;
