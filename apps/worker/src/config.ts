@@ -146,7 +146,7 @@ export const sessionCacheEnv = z.object({
   ),
   WORKER_SESSION_CACHE_MB: envInt(
     defaultSessionCache.maxBytes / (1024 * 1024),
-    'approximate memory cap of the session cache in MiB (least recently used sessions go first)',
+    'approximate memory cap of the session cache in MiB, its logs and what it derives from them (least recently used sessions go first)',
     { min: 1, max: 1_048_576 },
   ),
 });
