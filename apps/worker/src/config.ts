@@ -193,6 +193,7 @@ export const workerEnv = z.object({
 });
 export type WorkerEnv = z.output<typeof workerEnv>;
 
+/** Parses the worker's environment; a bad value throws a ConfigError naming the variable. */
 export function workerConfigFromEnv(env: Record<string, string | undefined> = process.env): WorkerEnv {
   return parseEnv(workerEnv, env, 'worker');
 }

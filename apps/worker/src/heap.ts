@@ -1,10 +1,8 @@
 import { setFlagsFromString } from 'node:v8';
 
-// V8 lets the old generation grow to up to 4× what survived the last full GC before it collects
-// again. A worker with hundreds of steps in flight promotes each step's objects (they outlive a
-// model call) and drops them all when the calls return, so RSS peaked at about twice the live
-// heap. A fixed, smaller factor collects that garbage sooner: a 30–40 % lower peak for more full
-// GCs (bench/profile-findings.md, round 4: up to ~18 % more CPU while 1,000 calls return).
+// V8 lets the old generation grow up to 4× what survived the last full GC; a worker's in-flight
+// steps die together when their calls return, so RSS peaked near twice the live heap. A smaller
+// factor trades some CPU for the peak (docs/DEPLOYMENT.md, "Worker memory with many steps in flight").
 
 const FLAG = '--heap-growing-percent';
 

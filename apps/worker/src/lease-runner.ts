@@ -23,10 +23,9 @@ import type { PrefetchedChanges } from './session-cache.ts';
 import { sessionCacheOf } from './session-context.ts';
 import { SessionWriter } from './session-writer.ts';
 
-// What every session job does around its work: take the session lock (or put the job back as
-// delayed — never failed), take a fencing token from PostgreSQL, hand a fenced writer to the
-// work, and release. A StaleFenceError or a lost lock means a newer runner owns the session:
-// this job stops quietly and leaves the session to it.
+// What every session job does around its work: the session lock (else the job is delayed, never
+// failed), a fencing token and a fenced writer (docs/durability.md §2, §3). A StaleFenceError or a
+// lost lock means a newer runner owns the session: this job stops quietly.
 
 export interface LeasedContext {
   writer: SessionWriter;
@@ -121,9 +120,8 @@ export async function withSessionLease<T>(
         { ...jobLogBindings(job, fenced), err: (err as Error).message },
         'superseded by a newer runner',
       );
-      // If the runner that superseded us dies too (a frozen worker that woke up past its TTL can
-      // take a fence and then lose its lease), nobody would wake the session: leave a resume job
-      // one lock TTL out. With a live runner it finds the loop already going and does nothing.
+      // The runner that superseded us may die too (docs/durability.md §3): a resume job one lock
+      // TTL out wakes the session then, and does nothing while a runner is live.
       await resumeLater(deps, tenantId, sessionId);
       return undefined;
     }

@@ -21,6 +21,7 @@ import { defaultWorkerOptions, startWorkers, stopWorkers } from './worker.ts';
 // bounds; a bad value stops here with a message naming it), runs every queue's processor, and on
 // SIGTERM/SIGINT stops taking jobs and lets the current ones finish.
 
+/** The worker's resources and settings from its parsed environment. */
 export function depsFromEnv(
   env: WorkerEnv = workerConfigFromEnv(process.env),
   logger: Logger = createWorkerLogger(env.LOG_LEVEL),

@@ -20,14 +20,10 @@ import {
 } from '@loopline/db';
 import type { PromptMemo } from '@loopline/llm';
 
-// The per-worker session cache: a session's log since its boundary and its filterCompacted view,
-// as of a history revision (packages/db history-revision.ts), so the next job of the session on
-// this worker reads only the rows written since (one statement, O(changes)) instead of the whole
-// log. Whoever wrote them (this worker, another worker, the gateway) and whatever they were
-// (appends, tool results, prune marks, summaries), every change carries a newer revision. A
-// change the merge does not handle (a revert, a moved boundary, a message that re-enters the live
-// log, a part out of order) reloads the log from PostgreSQL. Bounded by entries and approximate
-// bytes, least recently used first. docs/durability.md §11 argues why a hit equals a fresh load.
+// The per-worker session cache: a session's log since its boundary, its filterCompacted view and
+// what a step derives from them, as of a history revision, so the session's next job here reads
+// only the rows written since (one statement). A change the merge does not handle reloads. Bounded
+// by entries and approximate bytes, LRU. Why a hit equals a fresh load: docs/durability.md §11.
 
 export interface SessionCacheOptions {
   /** Sessions kept (0 = the cache is off). */
@@ -65,9 +61,8 @@ export interface ViewFacts {
 }
 
 /**
- * What the session's last model request was built from, so the next step converts only the
- * messages added since (core requestMessages, llm toProviderPrompt's memo). Both check what they
- * are given, so a stale or concurrent use converts afresh instead of sending something wrong.
+ * The last request's conversion state (core requestMessages, llm toProviderPrompt), so the next
+ * step converts only new messages; both check their input, so a stale use converts afresh.
  */
 export interface RequestMemo {
   /** The previous step's requestMessages state (spent once extended). */
@@ -115,6 +110,7 @@ interface Entry {
   memo: RequestMemo;
 }
 
+/** Sessions' logs and views by session id, refreshed by revision (file header). */
 export class SessionCache {
   private readonly entries = new Map<string, Entry>();
   private bytes = 0;
@@ -139,9 +135,8 @@ export class SessionCache {
   }
 
   /**
-   * The log of the session from `fromSeq` on (reverted rows left out) and its filterCompacted
-   * view, as a fresh load would return them now: from the cache plus the changes since its
-   * revision, else loaded. Undefined when the session is not this tenant's.
+   * The session's live log from `fromSeq` and its view, as a fresh load would return them now
+   * (cache plus changes, else loaded); undefined when the session is not this tenant's.
    */
   async history(
     deps: { db: Db },
@@ -276,9 +271,8 @@ function entryOf(tenantId: string, sessionId: string, fromSeq: number | null, s:
 }
 
 /**
- * Merges the changes since the entry's revision into it; false (entry unusable, reload) for any
- * change that is not a plain update or append of the live range. Never mutates arrays or objects
- * handed out before: a changed log is a new array, a changed message a new object.
+ * Merges changes into the entry; false (reload) for anything but an update or append of the live
+ * range. Never mutates what was handed out: a changed log or message is a new object.
  */
 export function applyChanges(entry: Entry, changes: HistoryChanges): boolean {
   if (changes.messages.length === 0 && changes.parts.length === 0) {
@@ -346,9 +340,8 @@ export function applyChanges(entry: Entry, changes: HistoryChanges): boolean {
     entry.sizes.set(message.info.id, size);
   }
   for (const [id, seq] of partSeq) entry.partSeq.set(id, seq);
-  // The view: appending messages that are neither compaction messages nor summaries leaves the
-  // boundary where it was, so filterCompacted(history + appended) = its old output + appended.
-  // Any update of a held message recomputes it.
+  // Appending no compaction message or summary leaves the boundary, so the view just grows by
+  // `appended`; an update of a held message recomputes it.
   if (touched.size === 0 && appended.every((m) => !isBoundaryMarker(m))) {
     entry.compacted = [...entry.compacted, ...appended];
     // The same holds for the facts: no summary was appended, so the anchor is the newest reply
@@ -373,6 +366,7 @@ export function applyChanges(entry: Entry, changes: HistoryChanges): boolean {
   return true;
 }
 
+/** The view's facts computed afresh (what a refresh extends). */
 export function factsOf(compacted: WithParts[]): ViewFacts {
   return {
     anchor: findAnchor(compacted),

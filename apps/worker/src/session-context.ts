@@ -28,12 +28,10 @@ import {
 } from './session-cache.ts';
 import { type RequestShape, requestShape } from './step/request.ts';
 
-// What every session job reads before deciding: the session row, its log from the boundary
-// pointer on (O(messages since the boundary)), the model view, the agent with its limits
-// resolved, the request's fixed overhead and the next-prompt estimate. Read-only; the step,
-// prune, compaction and background jobs all measure with these same numbers. The log and its
-// filterCompacted view come from the worker's session cache (session-cache.ts): what changed
-// since this worker last read the session, else a fresh load; both give the same context.
+// What every session job reads before deciding: the session row, its log from the boundary on
+// (through the session cache), the model view, the resolved agent, the request's fixed overhead
+// and the next-prompt estimate. Read-only, so step, prune, compaction and background jobs all
+// measure with the same numbers.
 
 export type ResolvedAgent = AgentConfig & { limits: ModelLimits; caps: ResolvedCapabilities };
 
@@ -51,9 +49,8 @@ export interface SessionContext {
   budget: ContextBudget;
   shape: RequestShape;
   /**
-   * Provider-scale estimate of the next prompt (docs/context.md §2 point 1), as the bound the checks
-   * use: the best guess plus the session's margin on the part tiktoken measured (`prompt.tokens`
-   * is the best guess alone).
+   * Provider-scale bound of the next prompt the checks use (docs/context.md §2 point 1): the best
+   * guess (`prompt.tokens`) plus the session's margin on the part tiktoken measured.
    */
   estimate: number;
   prompt: PromptEstimate;
@@ -79,6 +76,7 @@ export function sessionRatio(
   });
 }
 
+/** Loads a session's context (cache refresh or fresh load); undefined when it is not this tenant's. */
 export async function loadContext(
   deps: Store & Tokens & Metered & CacheDeps,
   tenantId: string,
@@ -103,9 +101,8 @@ export async function loadContext(
 }
 
 /**
- * The context of an already loaded session and log (after the caller changed the log).
- * `compacted`: filterCompacted(history) when the caller has it, with its facts (the cache keeps
- * both, so a step does not walk the whole view to find them).
+ * The context of an already loaded session and log; `compacted` and `facts` when the caller keeps
+ * them (the cache does), so a step does not walk the whole view.
  */
 export async function contextOf(
   deps: Store & Tokens,
@@ -140,6 +137,7 @@ export async function contextOf(
   };
 }
 
+/** The next prompt's estimate over the whole view (anchored at its newest usage report). */
 export function estimateOf(
   view: WithParts[],
   agent: AgentConfig,
@@ -160,9 +158,8 @@ export function estimateOf(
 }
 
 /**
- * estimateOf with the view's facts known: the same estimate (estimatePrompt sums over messages,
- * and an anchored one reads only the messages from the anchor on and the older ones holding a
- * pruned output), without walking the whole view.
+ * estimateOf without walking the view: an anchored estimate reads only the messages from the
+ * anchor on and the older ones holding a pruned output, which the facts keep.
  */
 function estimateWith(
   view: WithParts[],

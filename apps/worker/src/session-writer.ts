@@ -15,13 +15,9 @@ import { currentTraceparent, tracingActive } from '@loopline/telemetry';
 import type { Hooks, Resources, Tokens, WorkerDeps } from './deps.ts';
 import { queueWebhookJobs } from './webhooks/outbox.ts';
 
-// Every write a runner makes goes through here: one PostgreSQL transaction that first checks the
-// fence (a stale runner's write throws StaleFenceError and rolls back), then the session's events
-// are published to its Redis stream — after the commit, never before. The events a tenant may
-// subscribe to (idle, error, waiting, compaction) are recorded as webhook deliveries in that same
-// transaction (the outbox, db repo/webhooks.ts) and their jobs added after the commit
-// (webhooks/outbox.ts; the reconciler re-adds a lost one). Nothing else: what a run's end sets off
-// (the tenant slot, the batch item) is the caller's explicit step (fairness/loop-stopped.ts).
+// Every write a runner makes: a fenced transaction (docs/durability.md §3) that also records its
+// webhook deliveries, then its events published after the commit (§9). Nothing else: what a run's
+// end sets off (tenant slot, batch item) is the caller's explicit step (fairness/loop-stopped.ts).
 
 export interface Fenced {
   tenantId: string;
@@ -35,6 +31,7 @@ export type OutboxCte = (events: readonly SessionEvent[]) => FencedCte[];
 /** What a writer and the code holding one use through `writer.deps`. */
 export type WriterDeps = Resources & Tokens & Hooks;
 
+/** A runner's fenced writes to one session, with their events and webhook deliveries. */
 export class SessionWriter {
   readonly deps: WriterDeps;
   readonly ctx: Fenced;
@@ -69,12 +66,9 @@ export class SessionWriter {
   }
 
   /**
-   * A fenced write that is ONE statement (its own transaction) checking the fence itself, e.g.
-   * db startAssistantStep: no BEGIN/COMMIT round trips. `fn` must throw StaleFenceError and write
-   * nothing when the fence is stale; the events are published after it returns (committed). A
-   * statement whose events a webhook may want puts `outbox(events)` among its CTEs (db
-   * fencedStatement), so the deliveries commit with it; an event emitted without that is
-   * recorded by a follow-up statement (logged: a crash in between would lose its delivery).
+   * A fenced write in ONE statement that checks the fence itself (no BEGIN/COMMIT): `fn` throws
+   * StaleFenceError when stale and puts `outbox(events)` among its CTEs so deliveries commit with
+   * it; one emitted without is recorded afterwards and logged (a crash between would lose it).
    */
   async writeStatement<T>(
     fn: (emit: (e: SessionEvent) => void, outbox: OutboxCte) => Promise<T>,

@@ -1,22 +1,12 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import diagnostics from 'node:diagnostics_channel';
 
-// The start gate of step jobs: how many steps of this process may be *preparing* at once —
-// taking the lease and the fence, loading the session, deciding, writing the step's start —
-// as opposed to waiting on the model. A step lets go of its permit when its first outbound HTTP
-// request leaves (the model call; a tool or an attachment download if one comes first), or when
-// it ends without one.
-//
-// Why: with 1,000 step jobs active (WORKER_STEP_CONCURRENCY), an ungated burst starts all of them
-// at once; they interleave on one event loop and queue FIFO for the 20 PostgreSQL connections, so
-// none reaches its model call until nearly all have loaded their session (every session's history
-// in memory at once), and then they all return together: waves of work and idleness. Gated, steps
-// start in arrival order a few at a time, each reaches its model call in a few milliseconds, and
-// the model calls themselves stay unlimited.
-//
-// "The first outbound request" is seen through undici's diagnostics channel, which Node's fetch
-// (the AI SDK's transport) and the undici package (the egress gates) both publish to, synchronously
-// in the caller's async context: the AsyncLocalStorage store there is the step's own permit.
+// The start gate of step jobs: how many steps of this process may be *preparing* at once (lease,
+// fence, load, decide, write the start). A permit goes back at the step's first outbound HTTP
+// request or its end, so model calls are never capped; the gate keeps a burst of 1,000 steps from
+// loading every session at once and reaching the model in waves (docs/decisions.md D31). Requests
+// are seen on undici's diagnostics channel (Node's fetch and the undici package both publish there,
+// synchronously in the caller's async context), so the AsyncLocalStorage store is the step's permit.
 
 interface Permit {
   held: boolean;
@@ -30,6 +20,7 @@ function onRequest(): void {
   current.getStore()?.release();
 }
 
+/** Limits the steps preparing at once; each gives its permit back at its first HTTP request. */
 export class StepGate {
   private active = 0;
   private readonly waiting: Array<() => void> = [];

@@ -20,13 +20,11 @@ import { closeInterrupted } from '../step/recover.ts';
 import { enqueueCompact } from './prune.ts';
 import { enqueueTitle } from './title.ts';
 
-// The step job: one loop iteration of docs/context.md §6. Everything is re-derived from the log, so
-// running it twice, or after a crash, continues the loop instead of repeating it. Every decision
-// is core's (decide before the call, afterCall after it, fault budgets included); this file only
-// performs them. Context management is routed, never done here: a pending compaction goes to the
-// compaction job, a needed one (pre-call estimate or provider rejection) to the prune job, which
-// prunes first.
+// The step job: one loop iteration (docs/context.md §6), re-derived from the log so a rerun
+// continues the loop instead of repeating it. Core decides (decide, afterCall); this file performs.
+// Context management is routed, never done here: to the compaction job, or the prune job first.
 
+/** Runs one step of a session under its lease: decide, then perform (a model call or a routing). */
 export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: string): Promise<void> {
   await withSessionLease(
     deps,
@@ -190,9 +188,8 @@ async function next(
 }
 
 /**
- * A `fail` ends the turn; a `create-compaction` (the pre-call estimate at the trigger, or the
- * provider rejecting the request) goes to the prune job, which compacts only if pruning is not
- * enough.
+ * A `fail` ends the turn; a `create-compaction` (estimate at the trigger, or the provider's
+ * rejection) goes to the prune job, which compacts only if pruning is not enough.
  */
 async function needsRoomOrFails(
   deps: Jobs,

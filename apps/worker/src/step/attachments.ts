@@ -4,12 +4,12 @@ import { EgressRefusedError } from '@loopline/egress';
 import type { WorkerDeps } from '../deps.ts';
 import { egressOf } from '../egress.ts';
 
-// The bytes of a model call's http(s) attachments. Each file part's URL is fetched once, by the
-// worker, through the attachment egress gate (address checked at connect, redirects refused,
-// LOOPLINE_ATTACHMENT_MAX_BYTES and a time cap), and stored in `attachments`; every later step
-// sends the stored bytes. The AI SDK never downloads anything itself (to-model-messages.ts
-// `fileData`). A refused or failed download is an AttachmentError: permanent, never retried.
+// The bytes of a model call's http(s) attachments: each URL is fetched once, through the
+// attachment egress gate (address checked at connect, no redirects, size and time caps), and
+// stored in `attachments` for every later step; the AI SDK never downloads (core
+// to-model-messages.ts `fileData`). A refused or failed download is a permanent AttachmentError.
 
+/** The bytes of the history's http(s) file parts by part id: stored ones, else fetched and stored. */
 export async function attachmentBytes(
   deps: Pick<WorkerDeps, 'db' | 'egress'>,
   ctx: { tenantId: string; sessionId: string },

@@ -45,16 +45,11 @@ import { attachmentBytes } from './attachments.ts';
 import { overheadOf, type RequestShape } from './request.ts';
 import { DELTA_LINGER_MS, StreamRecorder } from './stream-recorder.ts';
 
-// One model call in (at most) three fenced statements: the assistant message, its step-start
-// and the ledger row first (the crash marker: a runner that dies after it leaves an unfinished
-// message, closed as interrupted); the stream's parts after the stream, only when tools with
-// effects must run (the runnable calls inserted as running, so they are running in PostgreSQL
-// before they execute; a lone read_output call skips it; a stream longer than a second is also
-// flushed meanwhile: stream-recorder.ts); then the finish with the last tool result, the parts
-// not written yet, the step-finish, the message's usage, the ledger row and the session's
-// usage/ratio. The start's events go out with the first delta or the next write (one publish).
-// Provider errors end the message with a typed error; the caller decides whether to retry
-// later, compact, or stop.
+// One model call in at most three fenced statements: the start (message, step-start, ledger row:
+// the crash marker of docs/durability.md §5); the stream's parts, only when tools with effects run
+// (runnable calls written running before they execute; a long stream is also flushed meanwhile,
+// stream-recorder.ts); the finish (last tool result, step-finish, usage, ledger, session ratio).
+// Provider errors end the message with a typed error; the caller retries, compacts or stops.
 
 export type CallOutcome =
   // usage: as reported; the tenant token budget counts it. finish and tools: for the step's log line.
@@ -86,6 +81,7 @@ export interface CallInput {
   facts?: LoopFacts | undefined;
 }
 
+/** Runs one model call and its tools for the step, and says how the loop should go on. */
 export async function callModel(
   deps: WorkerDeps,
   writer: SessionWriter,
@@ -103,12 +99,9 @@ export async function callModel(
     defer: true,
     linger: DELTA_LINGER_MS,
   });
-  // One statement (db startAssistantStep, its own transaction): the fence check also takes the
-  // message's seq, counts the step and sets the status, then the message, its step-start and the
-  // step ledger row, all conditional on the fence. A running session that shows why it waited
-  // (a provider retry) gets its status written again, which clears the detail. Its events are
-  // committed now and published with the stream's first delta, or with this step's next write
-  // (recorder.hold): one publish per step less. Whatever leaves early publishes them (finally).
+  // One statement (db startAssistantStep): fence, seq, step count, status, message, step-start,
+  // ledger row. Its events wait for the first delta or next write (durability.md §9), else finally.
+  // Writing `running` again clears a provider retry's status detail.
   const starting = session.status !== 'running' || Boolean(session.statusDetail);
   const stepStart: Part = { id: newId('prt'), sessionId, messageId, tokens: 0, type: 'step-start' };
   const assistant = await startAssistantStep(deps.db, writer.ctx, {
@@ -314,18 +307,15 @@ async function callAfterStart(
   // session's learned ratio allows it (core deriveOutputTokens), else the tokenizer counts them.
   recorder.settle(finish.usage, sessionRatio(session, agent));
 
-  // Tool calls to run: the stream's parts are written first, the runnable calls as running (they
-  // must be running in PostgreSQL before they execute). No tools: the parts go with the finish.
-  // The result of the call that finishes last is written with the finish (runTools `deferLast`),
-  // the others as soon as they are known.
+  // Runnable calls are written running before they execute; the last result to finish goes with
+  // the finish (runTools `deferLast`). No tools: the parts go with the finish.
   let results: ToolResultWrite[] = [];
   const pending = recorder.tools.filter((t) => t.state.status === 'pending');
   if (pending.length > 0) {
     const running = (call: ToolPart) => !isDeferredCall(call, toolConfigs, agent);
     if (pending.length === 1 && pending[0]!.tool === READ_OUTPUT_TOOL.name) {
-      // The one call only reads PostgreSQL (read_output): running it again after a crash is
-      // harmless, so marking it running first adds nothing. Its part (running in memory) goes in
-      // with the finish, completed: one statement less.
+      // read_output only reads PostgreSQL, so a rerun after a crash is harmless: no running
+      // write; its part goes in with the finish, completed (one statement less).
       recorder.markRunning(running);
     } else {
       // One statement: the fence check and the parts (db fencedStatement), no BEGIN/COMMIT.
@@ -400,9 +390,8 @@ async function callAfterStart(
   };
   const stepEnd = { outcome: finish.finish ?? 'other', usage: finish.usage, responseId: finish.responseId };
   if (results.every((r) => !r.full)) {
-    // One statement (db fencedStatement): the fence check with the session's usage and ratio, the
-    // last tool result(s), the parts not written yet (a step without tools) and the step-finish,
-    // the message, the ledger row; no BEGIN/COMMIT.
+    // One statement, no BEGIN/COMMIT: fence check with usage and ratio, last results, unwritten
+    // parts, step-finish, message and ledger row.
     const { updates, inserts, emitted } = recorder.collect({ append: [stepFinish] });
     // A result whose part is not in PostgreSQL yet (read_output, not written running) goes in
     // with the inserts, in its place; the others update their running rows.

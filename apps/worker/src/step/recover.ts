@@ -10,15 +10,15 @@ import {
 import { updateMessageInfo, updatePart } from '@loopline/db';
 import type { SessionWriter } from '../session-writer.ts';
 
-// Closes what a dead runner left open: an assistant message with no finish and no error.
-// Completed tool results are kept; pending or running tools become interrupted errors (never
-// re-run: the tool may have executed); the message gets a StepInterruptedError. The loop then
-// re-derives its next move from the log as if nothing happened.
+// Closes what a dead runner left open (docs/durability.md §5): an assistant message with neither
+// finish nor error gets StepInterruptedError, and its pending or running tools interrupted errors.
 
+/** Assistant messages with neither finish nor error: a runner died in their step. */
 export function unfinishedAssistants(history: WithParts[]): WithParts[] {
   return history.filter((m) => m.info.role === 'assistant' && m.info.finish === undefined && !m.info.error);
 }
 
+/** A pending or running call as an interrupted error (never re-run: it may have executed); others as is. */
 export function interruptTool(part: ToolPart, now: number): ToolPart {
   if (part.state.status !== 'pending' && part.state.status !== 'running') return part;
   const start = part.state.status === 'running' ? part.state.time.start : now;
@@ -34,7 +34,7 @@ export function interruptTool(part: ToolPart, now: number): ToolPart {
   };
 }
 
-/** Returns true when it closed something (the caller reloads history). */
+/** Closes the unfinished replies in one write; true when it closed something (the caller reloads). */
 export async function closeInterrupted(
   writer: SessionWriter,
   history: WithParts[],

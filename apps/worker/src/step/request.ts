@@ -27,6 +27,7 @@ export interface RequestShape {
   overheadTokens: number;
 }
 
+/** The system blocks, tools and their token count for the session's next request. */
 export async function requestShape(
   deps: Store & Tokens,
   session: SessionInfo,

@@ -13,30 +13,16 @@ import { insertPart, insertParts, type Trx, updatePart } from '@loopline/db';
 import type { SessionWriter } from '../session-writer.ts';
 
 // Turns the model stream into persisted parts. Deltas go to the event stream at once and to
-// PostgreSQL at most every FLUSH_MS (so a crash keeps the partial text of a long stream).
-//
-// Two modes:
-// - eager (the compaction's summary): a part row is written when a block or a tool call starts
-//   and again with its final text and token count when it ends, each in its own transaction;
-// - deferred (the step, `defer: true`): nothing is written while the stream runs except the
-//   periodic flush; the caller writes every part in one of its own transactions (`persist`):
-//   right after the stream when tools must run (runnable tools go in directly as `running`, which
-//   commits before any of them executes), else together with the message's finish. A runner that
-//   dies before that leaves an unfinished message without them: the next runner closes it as
-//   interrupted, exactly as a death between two eager writes would.
-// Either way parts are inserted in the order they started (parts.seq is history order).
-//
-// Token counts: eager mode counts a part when it ends. Deferred mode counts nothing while the
-// stream runs: `settle` gives the step's report, and the text and tool-call parts take their share
-// of it when core allows (deriveOutputTokens: the ratio is learned, the report is plausible);
-// whatever is left is tokenized there, or at the latest when the parts are written.
+// PostgreSQL at most every FLUSH_MS, so a crash keeps a long stream's partial text. Eager mode (the
+// summary) writes and counts each part as it starts and ends; deferred mode (the step) writes only
+// the flush and leaves the rest to the caller's transaction (`persist`, `collect`): a death before
+// it leaves an unfinished message, closed as interrupted (docs/durability.md §5). Parts go in the
+// order they started (parts.seq is history order); deferred parts are counted in `settle`.
 
 const FLUSH_MS = 1_000;
 /**
- * The step's deltas wait this long before their first publish (and after each one), so a stream
- * that ends sooner goes out in one publish with the step's next write: one event publish per step.
- * Later than the delta, never earlier than its commit (docs/durability.md §9); a person does not
- * see 20 ms.
+ * How long the step's deltas wait before a publish: a shorter stream goes out with the step's
+ * next write, one publish per step (docs/durability.md §9); a person does not see 20 ms.
  */
 export const DELTA_LINGER_MS = 20;
 
@@ -53,15 +39,13 @@ interface Entry {
 }
 
 export interface PersistOptions {
-  /**
-   * Tool calls to insert as `running` (time.start = now) instead of `pending`: the calls this
-   * runner is about to execute itself (not the deferred ones: subagent tasks, client tools).
-   */
+  /** Tool calls to insert `running` (not `pending`): those this runner executes, not deferred ones. */
   running?: (call: ToolPart) => boolean;
   /** New parts of the message to insert after the stream's (e.g. the step-finish). */
   append?: Part[];
 }
 
+/** Records one model stream of a message as parts and events (eager or deferred, file header). */
 export class StreamRecorder {
   private readonly open = new Map<string, Entry>();
   /** Every part of the stream, in the order it started. */
@@ -73,17 +57,11 @@ export class StreamRecorder {
   private lastFlush = Date.now();
   /** Deferred mode: a part.updated of a block start, sent with the block's first delta. */
   private pendingEvents: SessionEvent[] = [];
-  /**
-   * Events of a write the caller already committed (the step's start), held back to go out with
-   * the first publish of the stream, or with the caller's next write (`takeHeld`): one publish
-   * less per step. Never superseded, never dropped.
-   */
+  /** Committed events of the caller's start, held for the first publish or the next write (`takeHeld`). */
   private held: SessionEvent[] = [];
   /**
-   * Deltas not published yet. The stream does not wait for Redis: one publish is in flight at a
-   * time, and the deltas that arrive meanwhile go out together with the next one (fewer publishes
-   * when the stream is faster than Redis, none of the stream's time spent on its round trips).
-   * Every write of the recorder, and `endAll`, waits for them first, so events keep their order.
+   * Deltas not published yet: one publish in flight, later deltas go with the next, so the stream
+   * never waits for Redis. Every write and `endAll` drains them first, so events keep their order.
    */
   private outbox: SessionEvent[] = [];
   private sending: Promise<void> | undefined;
@@ -246,9 +224,8 @@ export class StreamRecorder {
   }
 
   /**
-   * Deferred mode: sets the token counts of the finished parts not counted yet, from the step's
-   * report where core allows it (usage and the session's ratio before this step; see
-   * deriveOutputTokens), else with the tokenizer. Without a report, everything is tokenized.
+   * Deferred mode: counts the finished parts from the step's report where core allows it
+   * (deriveOutputTokens, with the session's ratio before this step), else with the tokenizer.
    */
   settle(usage?: Usage, ratio?: Pick<RatioState, 'ratio' | 'weight'>): void {
     const waiting = this.entries.filter((e) => e.uncounted);
@@ -308,9 +285,8 @@ export class StreamRecorder {
   }
 
   /**
-   * Deferred mode, for a one-statement fenced write (db fencedStatement): what persist would
-   * write, as `updates` (rows a flush already inserted) and `inserts` (in stream order, then
-   * `append`), with the part.updated events to emit once it is committed. Marks them written.
+   * Deferred mode: persist's rows for a one-statement write (db fencedStatement), as `updates`
+   * (flushed rows) and `inserts` (stream order, then `append`), with the events; marks them written.
    */
   collect(opts: PersistOptions = {}): { updates: Part[]; inserts: Part[]; emitted: Part[] } {
     this.settle();
@@ -321,9 +297,8 @@ export class StreamRecorder {
   // 0, which readers estimate), and settle marks them for an update with their counts.
   private take(opts: PersistOptions): { updates: Part[]; inserts: Part[]; emitted: Part[] } {
     const now = Date.now();
-    // New rows go in with one statement, in stream order (then `append`); rows a flush already
-    // inserted are updated. Inserted parts all come after the flushed ones (a flush writes every
-    // part started so far), so the order of parts.seq stays the stream's.
+    // A flush writes every part started so far, so new rows all follow the flushed ones (which
+    // are updated) and parts.seq keeps the stream's order.
     const inserts: Part[] = [];
     const updates: Part[] = [];
     const changed: Part[] = [];
