@@ -17,10 +17,9 @@ export interface Anchor {
 }
 
 /**
- * The newest reply that can anchor the estimate: an assistant message with usage, not a summary
- * (a summary's usage measures the compaction input, not the conversation), newer than the
- * boundary's summary (a kept tail message's usage predates the compaction). The last step-finish
- * part's usage wins over the message total, which may add several requests up.
+ * The newest reply with usage that can anchor the estimate: not a summary (its usage measured the
+ * compaction input) and newer than the boundary's summary (a kept tail's usage predates it). The
+ * last step-finish's usage wins over the message total, which may add several requests up.
  */
 export function findAnchor(messages: WithParts[]): Anchor | undefined {
   let after = Number.NEGATIVE_INFINITY;
@@ -99,6 +98,7 @@ export function estimateNextPrompt(input: EstimateInput): number {
   return estimatePrompt(input).tokens;
 }
 
+/** The next prompt's estimate and bound: the anchor's report plus what changed since, else all scaled. */
 export function estimatePrompt(input: EstimateInput): PromptEstimate {
   const ratio = input.ratio ?? input.tokenizerPrior ?? (input.model ? familyPrior(input.model) : 1);
   const margin = input.margin ?? 0;
@@ -240,11 +240,9 @@ function learnedMargin(weight: number): number {
 }
 
 /**
- * Learns the ratio from one report: `providerInput` is the request's promptTokens (input + cache),
- * `tiktokenInput` the tiktoken count of the same request (requestTiktokens). The first report
- * sets the ratio whatever its size; later ones are averaged in by size (a 200-token request moves
- * it little, a 20k one a lot), the weight capped so the ratio can still follow drift. Samples are
- * clamped to [0.5, 4] so one odd report (a provider that bills images) cannot wreck it.
+ * Learns the ratio from one report (provider promptTokens against requestTiktokens of the same
+ * request): the first sets it, later ones are averaged in by size with a capped weight so it
+ * follows drift; samples are clamped to [0.5, 4] so one odd report cannot wreck it.
  */
 export function learnRatio(
   prev: Pick<RatioState, 'ratio' | 'weight'>,

@@ -1,9 +1,7 @@
 // What decide() and the step's session control read from the whole log, as a left fold over its
-// messages: a step extends the previous step's facts with the messages appended since instead of
-// walking the whole view again. Each fact is either a newest-by-seq (the fold keeps the same
-// maximum as the walk) or the subset of messages the walking function reads (that function on
-// the subset gives its answer on the whole list), so the facts of a list extended message by
-// message equal loopFacts of the whole list.
+// messages, so a step extends the previous step's facts instead of walking the view again. Each
+// fact is a newest-by-seq or the subset of messages its walking function reads (which answers the
+// same on the subset), so facts extended message by message equal loopFacts of the whole list.
 
 import type { WithParts } from '../schema/message.ts';
 import { deferredOf, isAbortedReply } from './control.ts';

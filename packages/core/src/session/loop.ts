@@ -24,11 +24,9 @@ export type LoopAction =
   /** The newest compaction message with no completed summary: run its job before anything else. */
   | { type: 'run-compaction'; messageId: string; partId: string }
   /**
-   * The pre-call estimate overflows: write a compaction message (its part gets `auto: true`,
-   * `overflow`, `iteration` and `streak`) and end this step. `overflow` is true when the unanswered
-   * newest message is the user's own request, which is replayed after the summary instead of
-   * "continue". Decided by compactionVerdict (loop-guard.ts), as on a provider rejection, which
-   * afterCall() marks `rejected` (compact even if the estimate fits).
+   * The estimate overflows (or, `rejected`, the provider refused the request): write a compaction
+   * message and end the step. `overflow`: the unanswered newest message is the user's, replayed
+   * after the summary instead of "continue". Decided by compactionVerdict (loop-guard.ts).
    */
   | { type: 'create-compaction'; overflow: boolean; iteration: number; streak: number; rejected?: true }
   | { type: 'fail'; error: ErrorData }
@@ -75,6 +73,7 @@ function isDone(msg: WithParts): boolean {
   return !msg.parts.some((p) => p.type === 'tool');
 }
 
+/** What the step does next, from the filtered log and a few numbers (docs/context.md §6). */
 export function decide(input: DecideInput): LoopAction {
   const { messages, agent, flags, estimate } = input;
   const spent = input.budgets && budgetExceeded(messages, input.budgets);
@@ -164,10 +163,8 @@ export interface AfterCallInput {
 }
 
 /**
- * What the step does once its model call ended. A provider rejection (the third overflow check,
- * docs/context.md §2) goes through the same loop guard as the pre-call estimate and comes back as
- * decide()'s own `create-compaction` (marked `rejected`) or `fail`: one compaction decision for
- * both paths.
+ * What the step does once its model call ended. A provider rejection (docs/context.md §2) goes
+ * through decide()'s loop guard: the same `create-compaction` (marked `rejected`) or `fail`.
  */
 export function afterCall(input: AfterCallInput): AfterCallAction {
   const { result } = input;

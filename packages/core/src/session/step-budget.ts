@@ -35,10 +35,8 @@ function infrastructureFailure(info: WithParts['info']): boolean {
 }
 
 /**
- * Model calls made since the newest real user message that reached the model and came back. A
- * step closed as StepInterruptedError (a dead or frozen runner) or ended by a retryable provider
- * error does not spend maxSteps: those are bounded by trailingInterruptedSteps and
- * trailingProviderErrors instead, so infrastructure faults never turn into MaxStepsReachedError.
+ * Model calls since the newest real user message that reached the model and came back; interrupted
+ * steps and retryable provider errors have their own caps (file header).
  */
 export function stepsThisTurn(history: WithParts[]): number {
   let n = 0;
