@@ -1,10 +1,7 @@
-// OpenTelemetry spans of a model call, in the shape the AI SDK's telemetry gave them: an agent
-// span named by purpose (`invoke_agent step`, `… title`, `… summary`), a child of the active span
-// (the worker's job span, or a compaction span), and under it the provider call (`chat <model
-// id>`, kind client), both with the GenAI semantic-convention attributes: provider, model, request
-// settings, response id and model, finish reason and token usage (`gen_ai.usage.*`). Never the
-// prompt or the answer. On only when the process turned tracing on (@loopline/telemetry
-// startTracing) and enableModelTracing ran.
+// OpenTelemetry spans of a model call, shaped as the AI SDK's telemetry made them: `invoke_agent
+// <purpose>` under the active span, the provider's `chat <model id>` under it, with GenAI attributes
+// and never the prompt or the answer (README.md, "Operations", Tracing). Off until the process
+// started tracing and called enableModelTracing.
 
 import { endClientSpan, startClientSpan } from '@loopline/telemetry';
 import type { Model } from './prompt.ts';

@@ -87,6 +87,7 @@ function forbidPrototypeKeys(value: unknown): void {
   for (const v of Object.values(rec)) forbidPrototypeKeys(v);
 }
 
+/** Turns one call's provider stream parts into LlmEvents (file header). */
 export class StepNormaliser {
   ended = false;
   private text = new Blocks('text');

@@ -1,8 +1,6 @@
-// The provider-level request of one call: Loopline's model messages and tool specs in the AI SDK's
-// LanguageModelV4 prompt format, the one a provider's `doStream` reads (what streamText's
-// convertToLanguageModelPrompt and prepareTools produced, without the wrapper around them). Pure;
-// one pass over the history, no copies of text. Only the shapes core produces (core's
-// model-message.ts), plus plain-string content for callers that send one line.
+// The provider-level request of one call: core's model messages (model-message.ts) and tool specs
+// in the AI SDK's LanguageModelV4 prompt, what `doStream` reads (streamText's conversion without its
+// wrapper). Pure, one pass over the history, no copies of text.
 
 import type { ModelMessage as CoreModelMessage } from '@loopline/core';
 import type { JSONSchema7, LanguageModel } from 'ai';
@@ -30,9 +28,8 @@ export interface ToolSpec {
 }
 
 /**
- * The messages of the previous call and what each became. A message object is never changed
- * after it is made (core's conversions make new ones), so the same object at the same place
- * converts to the same provider message; the worker keeps one per cached session.
+ * The previous call's messages and what each became: message objects are never changed, so the
+ * same object at the same place converts the same (the worker keeps one per cached session).
  */
 export interface PromptMemo {
   messages: readonly PromptMessage[];
@@ -40,10 +37,8 @@ export interface PromptMemo {
 }
 
 /**
- * System blocks (empty ones dropped, one system message each, in order) and the messages, as the
- * provider reads them. Empty text parts are dropped as the SDK drops them. With `memo` (an object
- * the caller keeps between calls), a message that is the same object at the same place as in the
- * previous call is not converted again; the memo is updated to this call.
+ * System blocks (a system message each) and messages as the provider reads them, empty blocks and
+ * text parts dropped; with `memo`, a message that is the same object at the same place is reused.
  */
 export function toProviderPrompt(
   system: readonly string[],
@@ -123,10 +118,8 @@ export function toProviderTools(tools: readonly ToolSpec[]): ProviderTool[] | un
 }
 
 /**
- * A file part: bytes as they are; a `data:` URL split into its media type and base64 text (the URL's
- * type wins, as in the SDK); an http(s) URL as a URL (core never sends one with bytes fetched);
- * any other string is base64 content. Image bytes whose signature names a type take that type, as
- * the SDK does.
+ * A file part as the SDK makes it: bytes as they are (an image signature names the type), a
+ * `data:` URL split (its type wins), an http(s) URL as a URL, any other string as base64.
  */
 function filePart(data: string | Uint8Array, declared: string, filename: string | undefined): FilePart {
   let mediaType = declared;

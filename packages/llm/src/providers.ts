@@ -2,12 +2,10 @@ import { LooplineError, MODEL_REF_PATTERN } from '@loopline/core';
 import { z } from 'zod';
 import { OPENAI_BASE_URL } from './provider.ts';
 
-// Operator-defined model providers: name → endpoint + credential, all from the environment. An
-// agent's `model` is `<provider>/<model id>`, and the deployment's credentials only ever go to
-// these endpoints. Built in: `openai` (OPENAI_API_KEY, OPENAI_BASE_URL or api.openai.com, the
-// Responses API) and, when OPENAI_BASE_URL is set, `compatible` (chat completions there, same
-// key). LOOPLINE_PROVIDERS adds or replaces providers (docs/security.md):
-//   {"local": {"baseURL": "http://vllm:8000/v1", "apiKeyEnv": "VLLM_KEY", "tenants": ["ten_…"]}}
+// Operator-defined model providers (name → endpoint + credential, from the environment): an agent's
+// `model` is `<provider>/<model id>`, and the deployment's credentials only go to these endpoints.
+// Built in: `openai` (Responses API) and, with OPENAI_BASE_URL, `compatible` (chat completions);
+// LOOPLINE_PROVIDERS adds or replaces providers (docs/security.md has the format).
 
 export const ProviderConfig = z.strictObject({
   /** Base URL ending in /v1. */

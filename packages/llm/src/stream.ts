@@ -1,8 +1,7 @@
-// streamStep: one model call (one loop step) as an async iterable of LlmEvents, straight through
-// the provider interface: the model's `doStream` (LanguageModelV4, what @ai-sdk/openai implements)
-// with the prompt in the provider's format (prompt.ts), no streamText wrapper around it. Tools are
-// declared without `execute` (the worker runs them), there are no retries (the queue retries), and
-// provider failures become an `error` event: it never throws. An abort cancels the stream at once.
+// streamStep: one model call as an async iterable of LlmEvents, straight through the model's
+// `doStream` with the prompt of prompt.ts (no streamText wrapper). Tools have no `execute` (the
+// worker runs them), no retries (the queue's); an abort cancels at once, and failures become an
+// `error` event, never a throw.
 
 import { shapeForTemplate } from '@loopline/core';
 import { InvalidArgumentError } from 'ai';
