@@ -28,10 +28,12 @@ export async function putAgent(
   return { agent: item, created };
 }
 
+/** The tenant's agent of that name, without its credential. */
 export function getAgent(db: Db, tenantId: string, name: string): Promise<AgentInfo | undefined> {
   return getNamedConfig<AgentConfig>(db, AGENTS, tenantId, name);
 }
 
+/** The tenant's agents, without their credentials. */
 export function listAgents(db: Db, tenantId: string): Promise<AgentInfo[]> {
   return listNamedConfigs<AgentConfig>(db, AGENTS, tenantId);
 }

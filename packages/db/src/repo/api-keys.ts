@@ -22,6 +22,7 @@ function randomBase62(length: number): string {
   return out;
 }
 
+/** The stored form of a key: its sha256, hex. */
 export function hashApiKey(apiKey: string): string {
   return createHash('sha256').update(apiKey, 'utf8').digest('hex');
 }
@@ -33,6 +34,7 @@ export interface ApiKeyInfo {
   revokedAt: Date | null;
 }
 
+/** Creates a key for the tenant; the key itself is returned once and never stored. */
 export async function createApiKey(db: Db, tenantId: string): Promise<{ keyId: string; apiKey: string }> {
   const apiKey = KEY_PREFIX + randomBase62(KEY_RANDOM_CHARS);
   const keyId = newId('key');
@@ -61,6 +63,7 @@ export async function revokeApiKey(db: Db, tenantId: string, keyId: string): Pro
   return result.numUpdatedRows > 0n;
 }
 
+/** The tenant's keys (prefix and dates, never a hash), oldest first. */
 export async function listApiKeys(db: Db, tenantId: string): Promise<ApiKeyInfo[]> {
   const rows = await db
     .selectFrom('api_keys')
@@ -93,11 +96,9 @@ export async function authenticateApiKey(
 
 export type ApiKeyAuth = { tenantId: string; keyId: string; limits: TenantLimits };
 
-// A gateway authenticates every request; keys and tenant limits change rarely. A valid key's
-// lookup is remembered per process for at most the TTL the caller passes (the gateway: 2 s,
-// LOOPLINE_AUTH_CACHE_MS). Revoking a key (revokeApiKey) or changing a tenant's limits
-// (updateTenantLimits) drops the entries at once in this process; another process honours it
-// within its TTL. Unknown and revoked keys are never remembered: a new key works at once.
+// Valid keys are remembered per process for the caller's TTL (gateway: LOOPLINE_AUTH_CACHE_MS); a
+// revoke or a limits change drops them here at once, elsewhere within the TTL. Invalid keys are never
+// remembered, so a new key works at once.
 const AUTH_CACHE_MAX = 10_000;
 const authCache = new Map<string, { auth: ApiKeyAuth; expiresAt: number }>();
 

@@ -9,6 +9,7 @@ export interface AttachmentRecord {
   data: Buffer;
 }
 
+/** The stored bytes of those parts, by part id (parts never fetched are absent). */
 export async function loadAttachments(
   db: Db,
   tenantId: string,

@@ -35,6 +35,7 @@ export interface BatchInfo {
   completedAt: Date | null;
 }
 
+/** A batches row as BatchInfo. */
 export function toBatch(row: BatchRow): BatchInfo {
   return {
     id: row.id,
@@ -141,6 +142,7 @@ export async function createBatch(
   });
 }
 
+/** The tenant's batch, or undefined. */
 export async function getBatch(db: Db, tenantId: string, batchId: string): Promise<BatchInfo | undefined> {
   const row = await db
     .selectFrom('batches')
@@ -277,11 +279,9 @@ export interface CancelledBatch {
 }
 
 /**
- * Cancels a running batch, in one transaction: the batch and its unfinished items are marked
- * cancelled (items and the step's admission check this before doing anything), and their sessions
- * that are only waiting (`queued`: for a worker, a tenant slot or token budget) become `idle` with
- * `detail`; a session in the middle of a step stops at its next model call. Returns the batch (as
- * it is when it was already finished) and the sessions concerned; undefined for an unknown batch.
+ * Cancels a running batch in one transaction: it and its unfinished items are marked cancelled
+ * (items and admission check this first), `queued` sessions go `idle` with `detail`, running ones
+ * stop at their next model call. A finished batch is returned as it is; undefined when unknown.
  */
 export async function cancelBatch(
   db: Db,

@@ -24,6 +24,7 @@ export interface StartCompactionInput {
   attempt?: number | null;
 }
 
+/** Records a run of a compaction point, closing an earlier run of it still marked running. */
 export async function startCompaction(trx: Trx, input: StartCompactionInput): Promise<void> {
   await trx
     .updateTable('compactions')

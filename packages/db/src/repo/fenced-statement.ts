@@ -6,12 +6,9 @@ import { toJson, toJsonOrNull } from '../tables/columns.ts';
 import { messageInfo, partData } from './mappers.ts';
 import type { SessionProgress } from './sessions.ts';
 
-// Fenced writes as ONE statement (its own transaction): no BEGIN and COMMIT round trips.
-// The fence check is the first CTE, `f`: `UPDATE sessions … WHERE "fence" = $n RETURNING
-// last_seq`, which takes the session row lock like withFence's first statement. Every other CTE
-// selects from `f`, so a stale fence (zero rows) writes nothing and throws StaleFenceError. Each
-// write CTE may state how many rows it must touch; a mismatch (an unknown part, message or step
-// row: a bug, as withFence's NotFoundError) fails the whole statement, so nothing of it commits.
+// Fenced writes as ONE statement, no BEGIN/COMMIT: the first CTE `f` is the fence check and row
+// lock (docs/durability.md §3) and every other CTE selects from it, so a stale fence writes nothing.
+// A CTE may state the rows it must touch; a mismatch (a bug) fails the whole statement.
 
 export interface FencedCte {
   name: string;
@@ -34,6 +31,7 @@ function progressSql(patch: SessionProgress): RawBuilder<unknown> {
   return sql.join(sets, sql``);
 }
 
+/** Runs the CTEs under the fence check in one statement; the session's last_seq, or StaleFenceError. */
 export async function fencedStatement(
   db: Db,
   f: Fence,

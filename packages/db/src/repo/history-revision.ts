@@ -6,11 +6,9 @@ import type { PartData } from '../tables/part.table.ts';
 import type { SessionRow } from '../tables/session.table.ts';
 import { type SessionInfo, toMessage, toPart, toSession } from './mappers.ts';
 
-// History with its revision, for the worker's session cache (apps/worker/src/session-context.ts).
-// Every message and part row carries `rev`, stamped by a trigger on each insert and update under a
-// per-session lock held until commit (migration 0011), so within a session rev order is commit
-// order. Each read here is ONE statement (one snapshot): the rows, the session's last_seq, and the
-// largest rev seen, which a later `historyChangesSince(rev)` continues from without gaps.
+// History with its revision, for the worker's session cache: every message and part row carries a
+// trigger-stamped `rev` in commit order (migration 0011), and each read here is ONE snapshot (rows,
+// last_seq, largest rev), so historyChangesSince(rev) continues without gaps (docs/durability.md §11).
 
 export interface HistorySnapshot {
   /** The live log from `fromSeq` on (reverted rows left out), seq order; parts in part-seq order. */
@@ -135,12 +133,8 @@ export async function historyChangesSince(
 }
 
 /**
- * acquireFenceWithSession and historyChangesSince(rev) in ONE statement: the fence bump and the
- * changes a cached log needs. Null when the session row changed while the statement waited for
- * its lock (or the session is gone): then the changes, read in the statement's snapshot, may miss
- * what that writer committed, so the caller takes the fence and reads the changes apart. Without
- * a wait the snapshot already held every write before the bump (every fenced write holds the row
- * lock until commit), so the changes are those a read after the bump would return.
+ * acquireFenceWithSession and historyChangesSince(rev) in ONE statement; null when the row changed
+ * while it waited for the lock (or is gone): then take them apart (why: docs/durability.md §3).
  */
 export async function acquireFenceWithChanges(
   db: Db,

@@ -23,6 +23,7 @@ export interface LoadHistoryOptions {
 
 type MessageColumns = Pick<MessageRow, 'id' | 'session_id' | 'seq' | 'info' | 'reverted'>;
 
+/** A session's messages with their parts, oldest first (the range in `opts`). */
 export async function loadHistory(
   db: Db,
   tenantId: string,

@@ -4,6 +4,7 @@ import { toJson } from '../tables/columns.ts';
 // Idempotency keys: the response of a request is stored with the key in the same transaction
 // as the request's writes, so a retried request gets the first response back.
 
+/** The stored response of a key and the hash of the request that made it, or undefined. */
 export async function findIdempotentResponse(
   db: Db,
   tenantId: string,

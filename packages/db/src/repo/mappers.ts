@@ -20,22 +20,26 @@ import type { NamedConfig } from './named-configs.ts';
 // reverted; parts.data holds the Part minus id/sessionId/messageId/tokens. Reads are not
 // re-validated with zod (every write goes through these functions); tests parse them.
 
+/** The messages.info column of a message (without id, sessionId, seq and reverted). */
 export function messageInfo(message: Message): MessageInfo {
   const { id: _id, sessionId: _sessionId, seq: _seq, reverted: _reverted, ...info } = message;
   return info as MessageInfo;
 }
 
+/** A messages row as a Message (`reverted` only when set). */
 export function toMessage(row: Pick<MessageRow, 'id' | 'session_id' | 'seq' | 'info' | 'reverted'>): Message {
   const message = { ...row.info, id: row.id, sessionId: row.session_id, seq: row.seq } as Message;
   if (row.reverted) message.reverted = true;
   return message;
 }
 
+/** The parts.data column of a part (without id, sessionId, messageId and tokens). */
 export function partData(part: Part): PartData {
   const { id: _id, sessionId: _sessionId, messageId: _messageId, tokens: _tokens, ...data } = part;
   return data as PartData;
 }
 
+/** A parts row as a Part. */
 export function toPart(row: Pick<PartRow, 'id' | 'session_id' | 'message_id' | 'data' | 'tokens'>): Part {
   return {
     ...row.data,
@@ -53,6 +57,7 @@ export interface TenantInfo {
   createdAt: Date;
 }
 
+/** A tenants row as TenantInfo. */
 export function toTenant(row: TenantRow): TenantInfo {
   return { id: row.id, name: row.name, settings: row.settings, createdAt: row.created_at };
 }
@@ -92,6 +97,7 @@ export interface SessionInfo {
   updatedAt: Date;
 }
 
+/** A sessions row as SessionInfo. */
 export function toSession(row: SessionRow): SessionInfo {
   return {
     id: row.id,
@@ -141,6 +147,7 @@ export interface StepInfo {
   estimate: StepEstimate | null;
 }
 
+/** A steps row as StepInfo (durationMs derived from its times). */
 export function toStep(row: StepRow): StepInfo {
   return {
     id: row.id,
@@ -188,6 +195,7 @@ export interface CompactionInfo {
   error: ErrorData | null;
 }
 
+/** A compactions row as CompactionInfo. */
 export function toCompaction(row: CompactionRow): CompactionInfo {
   return {
     id: row.id,

@@ -148,6 +148,7 @@ export async function updateMessageInfo(trx: Trx, tenantId: string, message: Mes
   if (result.numUpdatedRows === 0n) throw new NotFoundError('message', message.id);
 }
 
+/** A message of the session with its parts, or undefined. */
 export async function getMessage(
   db: Db,
   tenantId: string,
@@ -297,13 +298,9 @@ export interface AppendAndQueueResult {
 }
 
 /**
- * A user message with a fresh id, its parts and the session's wake-up in ONE statement (its own
- * transaction, or the caller's): `prev` locks the session row (FOR UPDATE returns its newest
- * committed version, so prev.status is the status this statement replaces even when a concurrent
- * write committed while it waited); the UPDATE takes the next seq and moves wakeFrom → queued
- * (under the row lock until commit: seq order is commit order, as allocateSeq); the message takes
- * that seq, the session's agent name and midRun from the status after the wake-up; the parts
- * follow in order. Undefined (nothing written) when the session is not this tenant's.
+ * A user message with a fresh id, its parts and the session's wake-up (wakeFrom → queued) in ONE
+ * statement. `prev` locks the row FOR UPDATE, so prev.status is the status replaced even after a
+ * wait, and seq order is commit order (as allocateSeq). Undefined when not this tenant's session.
  */
 export async function appendUserMessageAndQueue(
   db: Db,

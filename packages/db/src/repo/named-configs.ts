@@ -2,11 +2,9 @@ import { sql } from 'kysely';
 import type { Db } from '../client.ts';
 import { toJson } from '../tables/columns.ts';
 
-// Named configurations of a tenant: agents and tools, two tables of one shape. (tenant, name) → a
-// config the caller validated with core's schema, a version bumped by every change (a put that
-// changes nothing is a no-op), and a sealed secret in a column of its own that no read of the
-// config returns. One put, get, list and delete for both; agents.ts and tools.ts name their table
-// and say how their secret behaves on a put.
+// Named configurations of a tenant, for agents and tools (two tables of one shape): (tenant, name)
+// → a validated config, a version bumped by every real change, and a sealed secret no config read
+// returns. agents.ts and tools.ts name their table and how their secret behaves on a put.
 
 export interface NamedConfig<C> {
   name: string;
@@ -97,6 +95,7 @@ export async function putNamedConfig<C>(
   return { item: existing, created: false, secretStored: false };
 }
 
+/** The tenant's named config of that name (never its secret), or undefined. */
 export async function getNamedConfig<C>(
   db: Db,
   kind: NamedConfigKind,

@@ -10,9 +10,8 @@ import { partData, toPart } from './mappers.ts';
 
 /** Inserts a part of a message of this tenant and session; an existing id is kept and returned. */
 export async function insertPart(trx: Trx, tenantId: string, part: Part): Promise<Part> {
-  // INSERT … SELECT from the message row: a part can only join a message of the same tenant and session.
-  // RETURNING gives the new row in the same round trip; only a conflict (or a missing message)
-  // needs the second statement below.
+  // INSERT … SELECT from the message row: a part only joins a message of its tenant and session.
+  // Only a conflict (or a missing message) needs the second statement below.
   const inserted = await trx
     .insertInto('parts')
     .columns(['id', 'tenant_id', 'session_id', 'message_id', 'type', 'data', 'tokens'])
@@ -61,10 +60,8 @@ export async function updatePart(trx: Trx, tenantId: string, part: Part): Promis
 }
 
 /**
- * Inserts new parts of one message in one statement, in the given order (parts.seq follows it):
- * insertPart for several parts with fresh ids, joined to the message row like insertPart (a part
- * can only join a message of the same tenant and session). Throws NotFoundError when a row is
- * missing afterwards (unknown message, or an id that already existed: use insertPart to replay).
+ * insertPart for several new parts of one message, in one statement and in order (parts.seq
+ * follows it); NotFoundError for an unknown message or an id that existed (replay: insertPart).
  */
 export async function insertParts(trx: Trx, tenantId: string, parts: readonly Part[]): Promise<void> {
   if (parts.length === 0) return;

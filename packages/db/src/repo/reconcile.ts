@@ -2,10 +2,9 @@ import type { SessionKind, SessionStatus } from '@loopline/core';
 import { sql } from 'kysely';
 import type { Db } from '../client.ts';
 
-// The reconciler's read (apps/worker/src/reconcile.ts): sessions of every tenant (or one) whose
-// status says work is due while their row has not changed for a while. Like the operator reads
-// (operator.ts) it crosses tenants on purpose, behind an optional tenant filter; it is a system
-// read, never reachable from a tenant's request. Read-only: waking is the caller's job.
+// The reconciler's reads (docs/durability.md §7): sessions and batches whose state says work is
+// due while nothing moved for a while. They cross tenants on purpose (a system read, never reachable
+// from a tenant's request) and never write: waking is the caller's job.
 
 export interface StalledSession {
   tenantId: string;
@@ -78,12 +77,9 @@ export interface ListStalledWaitingOptions {
 }
 
 /**
- * `waiting` sessions untouched for `idleForMs` that something should wake: an abort is recorded
- * (its step job was lost), or their log holds a deferred call still running that either is a client call with a deadline (its timeout job must
- * exist, or fire now) or waits for a child session that has stopped (idle or error: its
- * notification should have woken the parent). A session waiting only for client calls without a
- * timeout, or only for children still at work, is legitimately waiting and never listed, so such
- * sessions cannot crowd the others out of `limit`. The caller re-checks the log (deferredCalls).
+ * `waiting` sessions untouched for `idleForMs` that something should wake: a recorded abort, a
+ * running client call with a deadline, or a child that stopped. Legitimate waiting is never listed,
+ * so it cannot crowd the others out of `limit`; the caller re-checks the log (deferredCalls).
  */
 export async function listStalledWaitingSessions(
   db: Db,

@@ -1,12 +1,11 @@
 import type { Trx } from '../client.ts';
 import { NotFoundError } from '../errors.ts';
 
-// Per-session message order. A seq is taken from sessions.last_seq by an UPDATE, which holds the
-// session row lock until commit: seq order is commit order within a session, so a reader never
-// sees seq N+1 before seq N exists (a user message cannot slip in "behind" an assistant reply).
-// Every message insert of a session takes this lock first, which also keeps lock order uniform
-// (sessions row, then messages/parts) and rules out deadlocks between gateway and worker.
+// Per-session message order: a seq comes from sessions.last_seq by an UPDATE holding the row lock
+// until commit, so seq order is commit order (no message slips in "behind" a reply), and every
+// insert locks the session row first (one lock order, no gateway/worker deadlocks).
 
+/** Takes the session's next message seq (row-locked until commit); NotFoundError for no session. */
 export async function allocateSeq(trx: Trx, tenantId: string, sessionId: string): Promise<number> {
   const row = await trx
     .updateTable('sessions')

@@ -1,9 +1,7 @@
 import type { Db, Trx } from '../client.ts';
 
-// DELETE /v1/sessions/:id: a data-deletion request removes the session and everything stored for
-// it — messages, parts, fetched attachments, stored tool outputs, steps, compactions, idempotency
-// records, its batch item — and the same for every child session (subagents) below it. History is otherwise
-// append-only; this is the one path that deletes it. One transaction: all of it or nothing.
+// DELETE /v1/sessions/:id: removes the session, its child sessions and everything stored for them
+// (SESSION_DATA_TABLES) in one transaction. History is otherwise append-only: the one deleting path.
 
 /**
  * Every table that holds a session's data by `session_id`, in an order that respects their

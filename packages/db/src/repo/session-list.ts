@@ -3,10 +3,9 @@ import { sql } from 'kysely';
 import type { Db } from '../client.ts';
 import { type SessionInfo, toSession } from './mappers.ts';
 
-// GET /v1/sessions: a tenant's sessions, newest first, filtered, one page at a time. The cursor
-// is the (created_at, id) of the last row of the previous page; created_at travels as PostgreSQL
-// prints it (microseconds and offset), so a cursor compares exactly — a JS Date would round it
-// to milliseconds and skip or repeat rows created in the same millisecond.
+// GET /v1/sessions: a tenant's sessions, newest first, filtered, a page at a time. The cursor's
+// created_at travels as PostgreSQL prints it (microseconds): a JS Date would round it to
+// milliseconds and skip or repeat rows created in the same millisecond.
 
 export interface SessionCursor {
   /** created_at as PostgreSQL text, e.g. 2026-05-01 10:00:00.123456+00. */
@@ -33,6 +32,7 @@ export interface SessionPage {
 /** Matches what PostgreSQL prints for a timestamptz, the only created_at a cursor may carry. */
 export const CURSOR_TIMESTAMP = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?[+-]\d{2}(:\d{2})?$/;
 
+/** One page of the tenant's sessions after the cursor (keyset on created_at, id), with the next cursor. */
 export async function listSessionPage(
   db: Db,
   tenantId: string,

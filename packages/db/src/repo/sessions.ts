@@ -30,6 +30,7 @@ export interface CreateSessionInput {
   kind?: SessionKind;
 }
 
+/** Creates a session (its parent must be the tenant's, else NotFoundError). */
 export async function createSession(db: Db, input: CreateSessionInput): Promise<SessionInfo> {
   if (input.parentSessionId) {
     const parent = await getSession(db, input.tenantId, input.parentSessionId);
@@ -52,6 +53,7 @@ export async function createSession(db: Db, input: CreateSessionInput): Promise<
   return toSession(row);
 }
 
+/** The tenant's session, or undefined. */
 export async function getSession(
   db: Db,
   tenantId: string,

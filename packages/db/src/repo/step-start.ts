@@ -7,13 +7,9 @@ import type { StepEstimate } from '../tables/step.table.ts';
 import { messageInfo, partData } from './mappers.ts';
 import { getMessage } from './messages.ts';
 
-// The opening write of a model step as ONE statement (its own transaction) instead of five
-// (BEGIN, the fence check with the seq/step-count/status patch, the message with its parts, the
-// ledger row, COMMIT). The fence check is the first CTE: `UPDATE sessions … WHERE "fence" = $n
-// RETURNING last_seq` takes the session row lock and the new seq; every insert selects from it,
-// so a stale fence (zero rows) writes nothing at all, and the statement's atomicity is the
-// transaction's. The fault tests' audit sees the same thing as with withFence: a fence check,
-// then the writes, in one transaction.
+// The opening write of a model step as ONE statement instead of five round trips: the first CTE is
+// the fence check (docs/durability.md §3), which also takes the row lock, seq, step count and
+// status; the message, its parts and the ledger row select from it, so a stale fence writes nothing.
 
 export interface StartAssistantStepInput {
   messageId: string;
@@ -30,6 +26,7 @@ export interface StartAssistantStepInput {
   stepRow: { id: string; jobId: string; attempt: number; estimate?: StepEstimate };
 }
 
+/** Writes a step's assistant message, first parts and ledger row under the fence (else StaleFenceError). */
 export async function startAssistantStep(
   db: Db,
   f: Fence,

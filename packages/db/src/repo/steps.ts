@@ -22,6 +22,7 @@ export interface StartStepInput {
   messageId?: string;
 }
 
+/** Opens a ledger row for a job attempt; a replayed start (same id) is a no-op. */
 export async function startStep(trx: Trx, input: StartStepInput): Promise<void> {
   await trx
     .insertInto('steps')
@@ -50,6 +51,7 @@ export interface FinishStepInput {
   messageId?: string | null;
 }
 
+/** Closes a ledger row with its outcome; NotFoundError when there is none. */
 export async function finishStep(
   trx: Trx,
   tenantId: string,

@@ -13,6 +13,7 @@ import { type TenantInfo, toTenant } from './mappers.ts';
 // Tenants: created together with their first API key (the only time the key is shown), and their
 // settings (`limits`: concurrency, token budget, request rate).
 
+/** Creates a tenant with its first API key (returned once). */
 export async function createTenant(
   db: Db,
   input: { name: string; settings?: Record<string, unknown> },
@@ -28,6 +29,7 @@ export async function createTenant(
   });
 }
 
+/** The tenant, or undefined. */
 export async function getTenant(db: Db, tenantId: string): Promise<TenantInfo | undefined> {
   const row = await db.selectFrom('tenants').selectAll().where('id', '=', tenantId).executeTakeFirst();
   return row ? toTenant(row) : undefined;
@@ -71,10 +73,8 @@ export async function getTenantLimits(db: Db, tenantId: string): Promise<TenantL
   return tenantLimits(row?.settings);
 }
 
-// The worker reads a tenant's limits before every model call. They change rarely (PATCH
-// /v1/admin/tenants/:id), so a worker keeps them for TENANT_LIMITS_TTL_MS: a change made by
-// updateTenantLimits in the same process applies at once, one made by another process (the
-// gateway) within that TTL — the same order of delay the slot semaphore already tolerates.
+// The worker reads a tenant's limits before every model call and they change rarely: a change by
+// another process (the gateway) applies within this TTL, a delay the slot semaphore tolerates already.
 export const TENANT_LIMITS_TTL_MS = 1_000;
 const LIMITS_CACHE_MAX = 10_000;
 const limitsCache = new Map<string, { limits: TenantLimits; expiresAt: number }>();

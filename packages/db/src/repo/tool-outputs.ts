@@ -29,6 +29,7 @@ export function countLines(content: string): number {
   return content.endsWith('\n') ? lines - 1 : lines;
 }
 
+/** Stores a cut output's full text until its retention ends; the same id twice is a no-op. */
 export async function saveToolOutput(trx: Trx, input: SaveToolOutputInput): Promise<void> {
   await trx
     .insertInto('tool_outputs')
@@ -47,6 +48,7 @@ export async function saveToolOutput(trx: Trx, input: SaveToolOutputInput): Prom
     .execute();
 }
 
+/** A stored output of the session, or undefined when unknown or expired. */
 export async function readToolOutput(
   db: Db,
   tenantId: string,

@@ -45,10 +45,12 @@ export function getToolSigningSecret(
   return getNamedSecret(db, TOOLS, tenantId, name);
 }
 
+/** The tenant's tool of that name, without its signing secret. */
 export function getTool(db: Db, tenantId: string, name: string): Promise<ToolInfo | undefined> {
   return getNamedConfig<ToolConfig>(db, TOOLS, tenantId, name);
 }
 
+/** The tenant's tools, without their signing secrets. */
 export function listTools(db: Db, tenantId: string): Promise<ToolInfo[]> {
   return listNamedConfigs<ToolConfig>(db, TOOLS, tenantId);
 }

@@ -8,11 +8,9 @@ import type {
 } from '../tables/webhook.table.ts';
 import type { FencedCte } from './fenced-statement.ts';
 
-// Event webhooks: a tenant's subscriptions and the deliveries of its events. The secret column
-// holds the sealed signing secret; callers seal and open it (it never leaves the worker opened).
-// Deliveries are an outbox: recorded `pending` in the transaction (or fenced statement) that
-// writes what the event says, their job added after the commit, and re-added by the reconciler
-// for a pending delivery whose job Redis does not have (listStalePendingDeliveries).
+// Event webhooks: a tenant's subscriptions (the signing secret stored sealed; callers seal and open
+// it) and the deliveries of its events, an outbox recorded with the write the event describes and
+// healed by the reconciler (docs/durability.md §9).
 
 export interface WebhookSubscription {
   name: string;
@@ -104,6 +102,7 @@ export async function putWebhookSubscription(
   return { subscription: toSubscription(row), created: !existing };
 }
 
+/** The tenant's subscription with its sealed secret, or undefined. */
 export async function getWebhookSubscription(
   db: Db,
   tenantId: string,
@@ -118,6 +117,7 @@ export async function getWebhookSubscription(
   return row ? { ...toSubscription(row), sealedSecret: row.secret } : undefined;
 }
 
+/** The tenant's subscriptions (without secrets). */
 export async function listWebhookSubscriptions(db: Db, tenantId: string): Promise<WebhookSubscription[]> {
   const rows = await db
     .selectFrom('webhook_subscriptions')
@@ -273,6 +273,7 @@ export async function setWebhookDeliveryJob(
     .execute();
 }
 
+/** A delivery of the tenant, or undefined. */
 export async function getWebhookDelivery(
   db: Db,
   tenantId: string,
