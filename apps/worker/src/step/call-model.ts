@@ -100,8 +100,8 @@ export async function callModel(
     linger: DELTA_LINGER_MS,
   });
   // One statement (db startAssistantStep): fence, seq, step count, status, message, step-start,
-  // ledger row. Its events wait for the first delta or next write (durability.md §9), else finally.
-  // Writing `running` again clears a provider retry's status detail.
+  // ledger row. Its events wait for the first delta or the next write (docs/durability.md §9; the
+  // finally publishes what is left). Writing `running` again clears a provider retry's detail.
   const starting = session.status !== 'running' || Boolean(session.statusDetail);
   const stepStart: Part = { id: newId('prt'), sessionId, messageId, tokens: 0, type: 'step-start' };
   const assistant = await startAssistantStep(deps.db, writer.ctx, {

@@ -24,9 +24,9 @@ export type LoopAction =
   /** The newest compaction message with no completed summary: run its job before anything else. */
   | { type: 'run-compaction'; messageId: string; partId: string }
   /**
-   * The estimate overflows (or, `rejected`, the provider refused the request): write a compaction
-   * message and end the step. `overflow`: the unanswered newest message is the user's, replayed
-   * after the summary instead of "continue". Decided by compactionVerdict (loop-guard.ts).
+   * The estimate overflows, or (`rejected`) the provider refused the request: compact even if the
+   * estimate fits. `overflow`: the unanswered newest message is the user's, replayed after the
+   * summary instead of "continue". Decided by compactionVerdict (loop-guard.ts).
    */
   | { type: 'create-compaction'; overflow: boolean; iteration: number; streak: number; rejected?: true }
   | { type: 'fail'; error: ErrorData }

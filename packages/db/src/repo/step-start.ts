@@ -9,7 +9,8 @@ import { getMessage } from './messages.ts';
 
 // The opening write of a model step as ONE statement instead of five round trips: the first CTE is
 // the fence check (docs/durability.md §3), which also takes the row lock, seq, step count and
-// status; the message, its parts and the ledger row select from it, so a stale fence writes nothing.
+// status; the message, its parts and the ledger row select from it, so a stale fence writes nothing
+// (the fault tests' write audit sees a fence check, then the writes, as with withFence).
 
 export interface StartAssistantStepInput {
   messageId: string;

@@ -8,7 +8,7 @@ import type {
 } from '../tables/webhook.table.ts';
 import type { FencedCte } from './fenced-statement.ts';
 
-// Event webhooks: a tenant's subscriptions (the signing secret stored sealed; callers seal and open
+// Event webhooks: a tenant's subscriptions (the signing secret stored sealed; only the worker opens
 // it) and the deliveries of its events, an outbox recorded with the write the event describes and
 // healed by the reconciler (docs/durability.md §9).
 
