@@ -98,7 +98,7 @@ export function estimateNextPrompt(input: EstimateInput): number {
   return estimatePrompt(input).tokens;
 }
 
-/** The next prompt's estimate and bound: the anchor's report plus what came since, else the whole request. */
+/** The next prompt's estimate and bound: the anchor's report plus what came since, else all of it. */
 export function estimatePrompt(input: EstimateInput): PromptEstimate {
   const ratio = input.ratio ?? input.tokenizerPrior ?? (input.model ? familyPrior(input.model) : 1);
   const margin = input.margin ?? 0;
