@@ -85,6 +85,7 @@ export type {
 export {
   type AppendAndQueueInput,
   type AppendAndQueueResult,
+  type AppendedSession,
   type AppendUserMessageInput,
   appendUserMessage,
   appendUserMessageAndQueue,
