@@ -127,3 +127,18 @@ export function parseClusterNodes(entries: readonly string[]): {
   if (nodes.length === 0) throw new Error('REDIS_CLUSTER_NODES: no nodes');
   return { nodes, redisOptions };
 }
+
+/**
+ * Holds the writes of a single-node client's connection until the current tick ends, so the
+ * commands sent now (and those that follow in this tick's microtasks, e.g. a BullMQ add after
+ * its awaits of settled promises) leave in one socket write: each write to a local socket costs
+ * a system call that wakes the other side, about as much as the command itself. A Cluster client
+ * (one connection per node) and a client not connected are left alone; order is kept either way.
+ */
+export function coalesceWrites(redis: RedisClient): void {
+  if (redis instanceof Cluster || redis.status !== 'ready') return;
+  const stream = redis.stream;
+  if (!stream || stream.writableCorked > 0) return;
+  stream.cork();
+  process.nextTick(() => stream.uncork());
+}

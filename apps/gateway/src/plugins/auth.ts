@@ -14,6 +14,7 @@ import {
   sessionCookie,
   verifyOperatorSession,
 } from './operator-session.ts';
+import { bindLogContext, routeSessionId } from './request-log.ts';
 
 // Authentication. Tenants: `Authorization: Bearer <api key>` on /v1/*, resolved to the
 // `request.tenant` decorator. Operators: `Bearer <LOOPLINE_OPERATOR_TOKEN>` on /v1/admin/* and
@@ -81,9 +82,9 @@ export function tenantAuth(deps: GatewayDeps): onRequestAsyncHookHandler {
       throw invalid();
     }
     request.tenant = { id: auth.tenantId, keyId: auth.keyId, limits: auth.limits };
-    // Every later log line of this request (including Fastify's own) carries the tenant.
-    request.log = request.log.child({ tenantId: auth.tenantId });
-    reply.log = request.log;
+    // Every later log line of this request (including Fastify's own) carries the tenant, and the
+    // session on /sessions/:id routes: bound here at once, one child logger (request-log.ts).
+    bindLogContext(request, reply, { tenantId: auth.tenantId, sessionId: routeSessionId(request) });
   };
 }
 
