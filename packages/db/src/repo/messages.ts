@@ -14,7 +14,7 @@ import { NotFoundError } from '../errors.ts';
 import { toJson } from '../tables/columns.ts';
 import type { SessionRow } from '../tables/session.table.ts';
 import { withParts } from './history.ts';
-import { messageInfo, partData, type SessionInfo, toMessage, toSession } from './mappers.ts';
+import { messageInfo, partData, type SessionInfo, toMessage } from './mappers.ts';
 import { insertPart } from './parts.ts';
 import { allocateSeq } from './seq.ts';
 
