@@ -48,14 +48,16 @@ export function bindLogContext(
 }
 
 export function installRequestLogContext(app: FastifyInstance): void {
-  app.addHook('preValidation', async (request, reply) => {
+  // Callback hooks here and in the other per-request plugins: an async hook costs a promise.
+  app.addHook('preValidation', (request, reply, done) => {
     const route = request.routeOptions.url;
-    if (!route) return;
+    if (!route) return done();
     const params = (request.params ?? {}) as Record<string, unknown>;
     const id = typeof params.id === 'string' && ID_PATTERN.test(params.id) ? params.id : undefined;
     bindLogContext(request, reply, {
       tenantId: request.tenant?.id ?? (id && TENANT_ROUTE.test(route) ? id : undefined),
       sessionId: id && SESSION_ROUTE.test(route) ? id : undefined,
     });
+    done();
   });
 }
