@@ -6,8 +6,8 @@ import { ID_PATTERN } from '../schemas/shared.ts';
 // `tenantId` (the authenticated tenant; on operator routes the tenant in the path) and
 // `sessionId` (routes under /sessions/:id). Fastify's own "request completed" line and every
 // later line of the request then have them. Ids already bound (tenantAuth binds both on /v1) are
-// not bound twice, and a request gets at most one child logger per binding step: what is bound is
-// remembered beside the request, not read back from pino (bindings() parses its JSON).
+// not bound twice, and are added to the request's own logger (no further child logger): what is
+// bound is remembered beside the request, not read back from pino (bindings() parses its JSON).
 
 type Bindings = Record<string, unknown>;
 
@@ -43,7 +43,11 @@ export function bindLogContext(
   if (ids.sessionId && bound.sessionId === undefined) add.sessionId = ids.sessionId;
   if (add.tenantId === undefined && add.sessionId === undefined) return;
   boundIds.set(request, { ...bound, ...add });
-  request.log = request.log.child(add);
+  // Fastify gives each request a child logger of its own (reqId): extend its bindings in place
+  // rather than make a second child; any other logger gets a child.
+  const log = request.log as FastifyRequest['log'] & { setBindings?: (b: Bindings) => void };
+  if (typeof log.setBindings === 'function' && log !== request.server.log) log.setBindings(add);
+  else request.log = request.log.child(add);
   reply.log = request.log;
 }
 

@@ -292,7 +292,7 @@ export interface AppendAndQueueInput {
 /** The session as an append left it: what the caller answers and wakes with. */
 export type AppendedSession = Pick<
   SessionInfo,
-  'id' | 'tenantId' | 'agentName' | 'status' | 'kind' | 'fence' | 'lastSeq'
+  'id' | 'tenantId' | 'agentName' | 'status' | 'kind' | 'lastSeq'
 >;
 
 export interface AppendAndQueueResult {
@@ -302,10 +302,10 @@ export interface AppendAndQueueResult {
   statusChanged: boolean;
 }
 
-type AppendedRow = Pick<
-  SessionRow,
-  'id' | 'tenant_id' | 'agent_name' | 'status' | 'kind' | 'fence' | 'last_seq'
-> & { prev_status: SessionStatus };
+// Only what the caller answers and wakes with: each column returned is parsed per request.
+type AppendedRow = Pick<SessionRow, 'agent_name' | 'status' | 'kind' | 'last_seq'> & {
+  prev_status: SessionStatus;
+};
 
 // The statement's text per shape (status lists, part count), built once: a POST pays for its
 // parameters only, not for building and compiling the query again.
@@ -335,8 +335,7 @@ function appendStatement(wakeFrom: readonly SessionStatus[], midRunIn: readonly 
         updated_at = case when ${woken} then now() else s.updated_at end
       from prev
       where s.id = $1 and s.tenant_id = $2
-      returning s.id, s.tenant_id, s.agent_name, s.status, s.kind, s.fence, s.last_seq,
-        prev.status as prev_status
+      returning s.id, s.tenant_id, s.agent_name, s.status, s.kind, s.last_seq, prev.status as prev_status
     ), m as (
       insert into messages (id, tenant_id, session_id, seq, role, info)
       select $3, s.tenant_id, s.id, s.last_seq, 'user',
@@ -351,7 +350,7 @@ function appendStatement(wakeFrom: readonly SessionStatus[], midRunIn: readonly 
       order by v.ord
       returning id
     )
-    select * from s`;
+    select agent_name, status, kind, last_seq, prev_status from s`;
   appendStatements.set(shape, text);
   return text;
 }
@@ -394,12 +393,11 @@ export async function appendUserMessageAndQueue(
   const row = rows[0];
   if (!row) return undefined;
   const session: AppendedSession = {
-    id: row.id,
-    tenantId: row.tenant_id,
+    id: input.sessionId,
+    tenantId: input.tenantId,
     agentName: row.agent_name,
     status: row.status,
     kind: row.kind,
-    fence: row.fence,
     lastSeq: row.last_seq,
   };
   const info: UserMessage = {
