@@ -9,6 +9,7 @@ export interface FigureArgs {
   values: Record<string, string | boolean | undefined>;
 }
 
+/** The figure's command line: --quick, --runs. */
 export function figureArgs(defaults: { runs: number; quickRuns: number }): FigureArgs {
   const { values } = parseArgs({
     args: process.argv.slice(2),

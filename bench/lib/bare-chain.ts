@@ -23,6 +23,7 @@ export type ChainKind = 'row' | 'durable';
 /** What a job does while it holds the lock (chain index, step index within the chain). */
 export type ChainWork = (chain: number, step: number) => Promise<void>;
 
+/** Creates the bench_chain table of the `row` work. */
 export async function createChainTable(db: Db): Promise<void> {
   await sql`create table if not exists bench_chain (
     id bigserial primary key, chain int not null, step int not null, at timestamptz not null default now())`.execute(
@@ -30,6 +31,7 @@ export async function createChainTable(db: Db): Promise<void> {
   );
 }
 
+/** Rows the `row` work has written. */
 export async function chainRows(db: Db): Promise<number> {
   const { rows } = await sql<{ n: number }>`select count(*)::int as n from bench_chain`.execute(db);
   return rows[0]?.n ?? 0;
@@ -70,6 +72,7 @@ export interface ChainOptions {
   releaseFirst?: boolean;
 }
 
+/** A bare job chain (the file header) in this process. */
 export function bareChain(opts: ChainOptions): BareChain {
   const { concurrency } = opts;
   const keys = keySpace(opts.namespace);

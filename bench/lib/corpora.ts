@@ -131,6 +131,7 @@ function fill(gen: () => Generator<string>, bytes: number): { text: string; repe
   return { text, repeated };
 }
 
+/** The English, code and Chinese corpora of about `bytes` each. */
 export function buildCorpora(bytes = CORPUS_BYTES): Corpus[] {
   const en = fill(readmes, bytes);
   const code = fill(sources, bytes);

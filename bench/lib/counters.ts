@@ -92,10 +92,12 @@ export function installCounters(name: string): void {
   } as typeof Redis.prototype.sendCommand;
 }
 
+/** Zeroes the query and command counters. */
 export function resetCounts(): void {
   state.counts = { queries: 0, commands: 0, sql: new Map(), redis: new Map() };
 }
 
+/** The counters since the last reset. */
 export function counts(): Counts {
   return state.counts;
 }

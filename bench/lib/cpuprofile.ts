@@ -24,6 +24,7 @@ export interface CpuProfile {
   endTime: number;
 }
 
+/** Starts the inspector's CPU profiler; the returned function stops it and gives the profile. */
 export async function startProfiler(intervalUs = 200): Promise<() => Promise<CpuProfile>> {
   const session = new Session();
   session.connect();
@@ -37,6 +38,7 @@ export async function startProfiler(intervalUs = 200): Promise<() => Promise<Cpu
   };
 }
 
+/** Writes a profile as a .cpuprofile file. */
 export function saveProfile(profile: CpuProfile, file: string): void {
   writeFileSync(file, JSON.stringify(profile));
 }
@@ -76,6 +78,7 @@ export interface ProfileSummary {
   categories: Array<{ category: string; ms: number }>;
 }
 
+/** A profile's total and idle time, and self time per category and of its `top` functions. */
 export function summarizeProfile(profile: CpuProfile, top = 25): ProfileSummary {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const self = new Map<number, number>();

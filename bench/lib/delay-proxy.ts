@@ -27,6 +27,7 @@ export interface DelayProxy {
 
 const MARKER = /session (ses_[A-Za-z0-9_-]+)/;
 
+/** Starts the delaying proxy in front of `target`. */
 export async function startDelayProxy(target: string, delayMs: number): Promise<DelayProxy> {
   const base = new URL(target);
   let inFlight = 0;

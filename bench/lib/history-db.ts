@@ -16,6 +16,7 @@ function data(p: Part): string {
   return JSON.stringify(rest);
 }
 
+/** Writes a built history into a session; the messages as stored. */
 export async function insertHistory(
   db: Db,
   tenantId: string,

@@ -31,10 +31,12 @@ export async function dropStaleBenchDatabases(): Promise<number> {
   }
 }
 
+/** A unique Redis namespace for a bench run. */
 export function namespace(label: string): string {
   return `bench-${label}-${randomBytes(3).toString('hex')}`;
 }
 
+/** A Redis client of the bench Redis (retries for ever, as a worker's). */
 export function redis(connectionName?: string): Redis {
   return new Redis(REDIS_URL, {
     maxRetriesPerRequest: null,
@@ -70,6 +72,7 @@ export interface Machine {
   postgres: string;
 }
 
+/** The machine a figure ran on: CPUs, memory, kernel, Node, Redis and PostgreSQL versions. */
 export async function machine(db: Db): Promise<Machine> {
   const r = redis();
   try {
@@ -102,4 +105,5 @@ export function rssOf(pid: number): { rss: number; peak: number } | undefined {
   }
 }
 
+/** Resolves after `ms`. */
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -25,6 +25,7 @@ function track(child: ChildProcess): ChildProcess {
   return child;
 }
 
+/** Opens bench/out/logs/<name>.log for a child's output. */
 export function logFile(name: string): number {
   const dir = path.join(OUT_DIR, 'logs');
   mkdirSync(dir, { recursive: true });

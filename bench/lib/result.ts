@@ -26,10 +26,12 @@ export interface FigureResult {
   elapsedMs: number;
 }
 
+/** The summary of the per-run ratios a[i] / b[i]. */
 export function ratioOf(a: readonly number[], b: readonly number[]): Summary {
   return summarize(a.map((x, i) => x / b[i]!));
 }
 
+/** Prints the figure's result line on stdout. */
 export function emit(result: FigureResult): void {
   process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
 }

@@ -10,6 +10,7 @@ import { sql } from 'kysely';
 const USAGE = `jsonb_build_object('input', 1000, 'output', 50, 'reasoning', 0,
   'cache', jsonb_build_object('read', 0, 'write', 0), 'total', 1050)`;
 
+/** Seeds a session with `messages` messages and a boundary `recent` from the end. */
 export async function seedHistory(
   db: Db,
   opts: { tenantId: string; sessionId: string; messages: number; recent: number },

@@ -36,6 +36,7 @@ export interface Service {
   close(): Promise<void>;
 }
 
+/** Starts Loopline in the bench process (the file header). */
 export async function startService(opts: { label: string; mockUrl: string }): Promise<Service> {
   const database = await freshDatabase(opts.label);
   const ns = newNamespace(opts.label);
@@ -120,6 +121,7 @@ export async function benchTenant(db: Db, agent: Partial<AgentConfigInput> = {})
   return { tenantId: tenant.id, apiKey, agent: made };
 }
 
+/** Creates `count` sessions, `parallel` at a time; their ids. */
 export async function benchSessions(db: Db, tenant: Tenant, count: number, parallel = 8): Promise<string[]> {
   const ids: string[] = [];
   let left = count;

@@ -1,5 +1,6 @@
 // Small statistics helpers: percentiles of samples, and the median and spread of several runs.
 
+/** A sorted copy. */
 export function sorted(values: readonly number[]): number[] {
   return [...values].sort((a, b) => a - b);
 }
@@ -12,6 +13,7 @@ export function percentile(values: readonly number[], p: number): number {
   return s[rank]!;
 }
 
+/** The median; NaN when empty. */
 export const median = (values: readonly number[]): number => {
   if (values.length === 0) return Number.NaN;
   const s = sorted(values);
@@ -19,6 +21,7 @@ export const median = (values: readonly number[]): number => {
   return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 };
 
+/** The mean; NaN when empty. */
 export const mean = (values: readonly number[]): number =>
   values.length === 0 ? Number.NaN : values.reduce((a, b) => a + b, 0) / values.length;
 
@@ -30,6 +33,7 @@ export interface Summary {
   runs: number[];
 }
 
+/** The median, min and max of per-run values. */
 export function summarize(runs: readonly number[]): Summary {
   return { median: median(runs), min: Math.min(...runs), max: Math.max(...runs), runs: [...runs] };
 }

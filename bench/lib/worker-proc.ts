@@ -24,6 +24,7 @@ export interface WorkerProcess {
   stepConcurrency: number;
 }
 
+/** The environment of a bench worker process. */
 export function workerEnv(opts: {
   databaseUrl: string;
   namespace: string;
@@ -53,6 +54,7 @@ export function stepConcurrencyOf(env: NodeJS.ProcessEnv): number {
   return workerConfigFromEnv({ ...process.env, ...env }).WORKER_STEP_CONCURRENCY;
 }
 
+/** Spawns a worker process (apps/worker/src/main.ts) for a bench run. */
 export function spawnWorker(
   opts: { databaseUrl: string; namespace: string; mockUrl: string; env?: NodeJS.ProcessEnv },
   log: string,

@@ -43,6 +43,7 @@ export function bigTurn(trigger: string, tags: string[], lines: number, done: st
   return rules;
 }
 
+/** Defines the `big` webhook tool (long outputs) on the stack's tool server. */
 export async function defineBig(client: Client, stack: Stack): Promise<void> {
   await client.tool('big', {
     kind: 'webhook',
@@ -56,6 +57,7 @@ export async function defineBig(client: Client, stack: Stack): Promise<void> {
   });
 }
 
+/** The session's compaction records, oldest first. */
 export async function compactions(stack: Stack, sessionId: string) {
   return stack.deps.db
     .selectFrom('compactions')
@@ -70,8 +72,11 @@ export async function log(client: Client, sessionId: string): Promise<any[]> {
   return (await client.history(sessionId)).messages;
 }
 
+/** Whether an API message is a summary. */
 export const isSummary = (m: any) => m.info.role === 'assistant' && m.info.summary === true;
+/** The compaction part of an API message, if any. */
 export const markerOf = (m: any) => m.parts.find((p: any) => p.type === 'compaction');
+/** The text of an API message's live (not ignored) text parts. */
 export const liveText = (m: any) =>
   m.parts
     .filter((p: any) => p.type === 'text' && !p.ignored)

@@ -9,28 +9,16 @@ import type { WorkerPool } from '../support/procs.ts';
 import type { Client, Stack } from '../support/stack.ts';
 import { sleep, until } from '../support/wait.ts';
 
-// Found by the chaos run (chaos.test.ts): an orphaned session. A runner that loses its session
-// lock, or whose write meets a newer fence, "stops quietly and leaves the session to the newer
-// runner" (apps/worker/src/lease-runner.ts, withSessionLease's catch). That is only safe if the
-// newer runner is alive. In the chaos run a worker was frozen (SIGSTOP) between acquireLease and
-// acquireFence; when it woke up, its lease had long expired but it still took the next fence —
-// superseding the live runner, which then quit on StaleFenceError — and then lost its own lease at
-// the next renewal and quit too. Nobody held the session, no job was left: the session stayed
-// `running` (with an open assistant message) forever.
-//
-// The tests below make the same state deterministically: while a real worker runs a tool, the
-// test takes the next fence the way that zombie runner did (acquireFence) and never uses it.
-//   - the session finishes without outside help: a superseded runner leaves a resume job one lock
-//     TTL out (lease-runner.ts).
-//   - when that resume job is lost too (as a Redis restart would lose it: `strand`), a client
-//     retry with the same Idempotency-Key revives it, exactly once more. It used not to: the replay
-//     re-added the wake job under its deterministic id, which BullMQ keeps as completed, so the add
-//     was a no-op; a replay of a session with work due now wakes it under a per-fence id
-//     (apps/gateway/src/lib/append.ts, wake()).
-//   - the reconciler (apps/worker/src/reconcile.ts) finds a stranded session — status running, no
-//     pending job, no lock — and its resume job brings it to the end of its turn, invariants intact.
-// The worker processes run with the reconciler's scheduler off, so that each test sees only the
-// mechanism it is about.
+// Found by the chaos run: an orphaned session. A worker frozen between acquireLease and
+// acquireFence woke with an expired lease, still took the next fence (superseding the live runner,
+// which quit on StaleFenceError), then lost its own lease and quit: no holder, no job, the session
+// `running` forever. These tests make that state deterministically (the test takes the next fence
+// while a real worker runs a tool) and check each way out:
+//   - a superseded runner leaves a resume job one lock TTL out (lease-runner.ts);
+//   - with that job lost too (`strand`), a client retry with the same Idempotency-Key revives it
+//     exactly once (a per-fence wake id: a kept completed job id made the add a no-op before);
+//   - the reconciler finds a stranded session and its resume job ends the turn, invariants intact.
+// The workers run with the reconciler off, so each test sees only the mechanism it is about.
 
 const LOCK_MS = 1500;
 

@@ -14,20 +14,11 @@ import { sleep, until } from '../support/wait.ts';
 // whose query dies fails and BullMQ retries it; the pool opens new connections; the retried step
 // re-derives its work from the log, so every session still finishes with nothing lost or doubled.
 //
-// Two bugs this test found, both fixed.
-// 1. packages/db/src/client.ts, createDb: node-postgres emits 'error' on a pooled client
-// that is checked out but has no query running (inside a Kysely transaction, between two
-// statements) when its backend is terminated. createDb only listens for errors of *idle* clients
-// (pool.on('error')), so that event is unhandled and the whole process exits ("Unhandled 'error'
-// event … terminating connection due to administrator command"): a worker or the gateway died on
-// a PostgreSQL failover or restart. Fixed: createDb gives every client a permanent listener —
-//   pool.on('connect', (client) => client.on('error', (err) => opts.onError?.(err)));
-// the transaction then fails ("Client has encountered a connection error and is not queryable"),
-// the job is retried, and the pool drops the dead client on release. The two tests below prove
-// it; the harness still restarts a crashed worker, as a process supervisor would.
-// 2. A worker restarted during the storm ran its boot migration on a connection that was then
-// terminated, and exited (ECONNRESET from main). Boot now uses migrateWhenReady, which waits for
-// PostgreSQL on connection errors (packages/db/test/migrate.test.ts kills that connection).
+// Two bugs it found, both fixed: node-postgres emits 'error' on a checked-out client between two
+// statements of a transaction, which killed the process until createDb gave every client a
+// permanent listener (packages/db/src/client.ts); and a worker restarted mid-storm died in its
+// boot migration until boot used migrateWhenReady (packages/db/test/migrate.test.ts). The harness
+// still restarts a crashed worker, as a process supervisor would.
 
 let fault: FaultStack;
 let stack: Stack;

@@ -26,6 +26,7 @@ const closer = (server: Server) => () =>
     server.close(() => resolve());
   });
 
+/** Starts the internal service that must never be reached; it records every hit. */
 export async function startSecretServer(): Promise<SecretServer> {
   const hits: SecretServer['hits'] = [];
   const server = createServer((req, res) => {

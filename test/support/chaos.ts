@@ -107,6 +107,7 @@ export function workerCompacts(): boolean {
   return Boolean(processors.compact && processors.prune);
 }
 
+/** The chaos run's configuration: defaults, SOAK_MINUTES and the overrides. */
 export function chaosConfig(overrides: Partial<ChaosConfig> = {}): ChaosConfig {
   const soakMinutes = Number(process.env.SOAK_MINUTES ?? 0);
   const compaction = workerCompacts();
@@ -575,6 +576,7 @@ export interface ChaosResult {
   logDir: string;
 }
 
+/** Runs the chaos harness: sessions under random faults, then the invariants. */
 export async function runChaos(cfg: ChaosConfig): Promise<ChaosResult> {
   const log = cfg.log ?? (() => undefined);
   const debug = process.env.FAULT_DEBUG ? log : () => undefined;

@@ -28,6 +28,7 @@ export interface FaultToolServer {
   close(): Promise<void>;
 }
 
+/** Starts the fault tests' webhook tool server. */
 export async function startFaultToolServer(): Promise<FaultToolServer> {
   const calls = new Map<string, number>();
   const log: ToolCallRecord[] = [];

@@ -26,6 +26,7 @@ import { WORKER_APP_PREFIX } from './procs.ts';
 // worker write (a write path that skips withFence, or a check that does not filter on the
 // fence); stale writes are reported too, as the direct statement of the invariant.
 
+/** Installs the audit table and triggers in the test's database. */
 export async function installFenceAudit(db: Db): Promise<void> {
   await sql`
     create table if not exists fault_audit (
@@ -116,6 +117,7 @@ export interface FenceAuditReport {
 const isTitleWrite = (w: StaleWrite) =>
   w.table === 'sessions' && !!w.columns && w.columns.every((c) => c === 'title' || c === 'updated_at');
 
+/** Stale and unfenced worker writes found in the audit (the file header). */
 export async function analyseFenceAudit(db: Db, sessionIds?: string[]): Promise<FenceAuditReport> {
   const filter = sessionIds ? sql`and w.session_id = any(${sessionIds}::text[])` : sql``;
   const { rows } = await sql<{

@@ -106,6 +106,7 @@ function isFinalAnswer(m: WithParts): boolean {
   return !m.parts.some((p) => p.type === 'tool');
 }
 
+/** Checks the durability invariants; every violation, none for a clean run. */
 export async function checkInvariants(input: InvariantInput): Promise<InvariantReport> {
   const violations: Violation[] = [];
   const stats: InvariantStats = {

@@ -28,6 +28,7 @@ export interface LlmProxy {
   close(): Promise<void>;
 }
 
+/** Starts the pass-through proxy in front of the mock model. */
 export async function startLlmProxy(upstreamV1: string, summaryPhrase: string): Promise<LlmProxy> {
   const upstream = new URL(upstreamV1);
   const log: ModelRequestRecord[] = [];

@@ -42,6 +42,7 @@ async function waitFor(what: string, fn: () => Promise<boolean>, ms: number): Pr
   await until(`redis cluster: ${what}`, () => fn().catch(() => false), ms, 100);
 }
 
+/** Starts a private Redis Cluster of `masters` nodes. */
 export async function startRedisCluster(masters = 3): Promise<PrivateCluster> {
   const dir = mkdtempSync(path.join(tmpdir(), 'loopline-cluster-'));
   const children: ChildProcess[] = [];

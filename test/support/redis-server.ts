@@ -16,6 +16,7 @@ export interface PrivateRedis {
   close(): Promise<void>;
 }
 
+/** A free TCP port on loopback. */
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
@@ -42,6 +43,7 @@ function answers(port: number): Promise<boolean> {
   });
 }
 
+/** Starts a private redis-server (no persistence) that a test may kill and restart. */
 export async function startPrivateRedis(): Promise<PrivateRedis> {
   const port = await freePort();
   let child: ChildProcess | undefined;

@@ -220,6 +220,7 @@ export const REPLAY_STACK_OPTIONS = {
   egress: { model: { allowPrivate: false, allowHosts: ['127.0.0.1'] } },
 };
 
+/** Replays a recorded conversation through the stack: its end state, model calls and compactions. */
 export async function replay(
   stack: Stack,
   webhook: Awaited<ReturnType<typeof startReplayWebhook>>,

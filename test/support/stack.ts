@@ -80,6 +80,7 @@ export interface Client {
   history(sessionId: string, view?: 'log' | 'model'): Promise<any>;
 }
 
+/** A whole Loopline in the test process: own database and Redis prefix, gateway, mock model, workers. */
 export async function startStack(
   opts: {
     scenario?: ScenarioInput;

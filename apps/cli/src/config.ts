@@ -25,5 +25,6 @@ export const demoEnv = z.object({
 });
 export type DemoEnv = z.output<typeof demoEnv>;
 
+/** The demo's configuration, parsed once from the environment. */
 export const demoConfigFromEnv = (env: Record<string, string | undefined> = process.env): DemoEnv =>
   parseEnv(demoEnv, env, 'demo');

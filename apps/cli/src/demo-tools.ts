@@ -20,6 +20,7 @@ export interface ToolServer {
   close(): Promise<void>;
 }
 
+/** Starts the demo's webhook tool server. */
 export async function startToolServer(port = 0, host = '127.0.0.1'): Promise<ToolServer> {
   const calls = new Map<string, number>();
   const notes: string[] = [];

@@ -1,3 +1,5 @@
+// Creates the database of DATABASE_URL before the services migrate it (the demo, or by hand).
+
 import { databaseEnv, parseEnv } from '@loopline/core';
 import pg from 'pg';
 

@@ -16,6 +16,7 @@ export interface Service {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+/** Spawns a service as a child process, its output appended to .local/logs/<name>.log. */
 export function spawnService(
   name: string,
   script: string,

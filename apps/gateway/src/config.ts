@@ -128,6 +128,7 @@ export const gatewayEnv = z.object({
 });
 export type GatewayEnv = z.output<typeof gatewayEnv>;
 
+/** The gateway's configuration, parsed once from the environment (a bad value throws ConfigError). */
 export function gatewayConfigFromEnv(env: Record<string, string | undefined> = process.env): GatewayEnv {
   return parseEnv(gatewayEnv, env, 'gateway');
 }

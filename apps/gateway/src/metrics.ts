@@ -1,21 +1,8 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
-// The gateway's Prometheus metrics: every metric object of the gateway lives here, on a Registry
-// made per app (GatewayDeps.metrics, else one per buildApp: no module singletons). GET /metrics
-// (operator token, plugins/metrics.ts) serves it followed by BullMQ's own job counts for every
-// queue of the catalog (`queue.exportPrometheusMetrics()`, merged so each metric family appears
-// once).
-//
-//   loopline_http_requests_total{method,route,status}
-//   loopline_http_request_duration_seconds{method,route,status}
-//   loopline_sessions_created_total{tenant}, loopline_messages_accepted_total{tenant}
-//                                                   (`tenant` only with metricsTenantLabels)
-//   loopline_sse_streams_open                       SSE streams open now
-//   loopline_sse_streams_total{outcome}             SSE streams ended or refused: client_closed,
-//                                                   server_closed, error, refused (over a cap)
-//   loopline_queue_metrics_up                       1 when the BullMQ counts below were read
-//   bullmq_job_count{queue,state}, bullmq_job_completed_total{queue}, bullmq_job_failed_total{queue}
-//   + prom-client's default process metrics (process_*, nodejs_*)
+// The gateway's Prometheus metrics: every metric object of the gateway, on a Registry made per app
+// (no module singletons). GET /metrics (plugins/metrics.ts) serves it merged with BullMQ's job
+// counts per queue. The series and their labels: README.md, "Operations" (the metrics table).
 
 export interface GatewayMetrics {
   readonly registry: Registry;
@@ -40,6 +27,7 @@ export interface GatewayMetricsOptions {
   tenantLabels?: boolean;
 }
 
+/** Creates the gateway's registry and metric objects (and the default process metrics). */
 export function createGatewayMetrics(opts: GatewayMetricsOptions = {}): GatewayMetrics {
   const registry = new Registry();
   const registers = [registry];

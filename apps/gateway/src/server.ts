@@ -14,12 +14,14 @@ import { loggerOptions } from './plugins/log-redaction.ts';
 // gracefully on SIGTERM/SIGINT (stop accepting, end SSE streams, finish in-flight requests, close
 // pools).
 
+/** Redis Cluster seeds when REDIS_CLUSTER_NODES is set, else REDIS_URL. */
 export function redisConfigOf(env: Pick<GatewayEnv, 'REDIS_URL' | 'REDIS_CLUSTER_NODES'>): RedisConfig {
   return env.REDIS_CLUSTER_NODES.length > 0
     ? { clusterNodes: env.REDIS_CLUSTER_NODES }
     : { url: env.REDIS_URL };
 }
 
+/** Starts the gateway process. */
 export async function main(): Promise<void> {
   const env = gatewayConfigFromEnv(process.env);
   const redisConfig = redisConfigOf(env);

@@ -20,6 +20,7 @@ export interface Ctx {
   sessionId: string;
 }
 
+/** A usage of `input` and `output` tokens, no cache. */
 export const usageOf = (input: number, output: number): Usage => ({
   input,
   output,
@@ -28,6 +29,7 @@ export const usageOf = (input: number, output: number): Usage => ({
   total: input + output,
 });
 
+/** Appends a user message with one text part. */
 export async function userMsg(ctx: Ctx, text: string, tokens = 10, synthetic = false): Promise<WithParts> {
   return appendUserMessage(ctx.db, {
     tenantId: ctx.tenantId,

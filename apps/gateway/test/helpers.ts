@@ -23,6 +23,7 @@ export interface Stack {
   close(): Promise<void>;
 }
 
+/** A gateway app on its own database and Redis namespace. */
 export async function startStack(label: string, overrides: Partial<GatewayDeps> = {}): Promise<Stack> {
   const database: TestDatabase = await createTestDatabase(`gw_${label}`);
   const redis = new Redis(redisUrl(), { maxRetriesPerRequest: 3 });
@@ -67,8 +68,10 @@ async function deleteNamespace(redis: Redis, namespace: string): Promise<void> {
   }
 }
 
+/** The Authorization header of a token. */
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
+/** Creates a tenant through the admin API: the tenant, its API key and key id. */
 export async function createTenant(app: FastifyInstance, name = 'acme') {
   const res = await app.inject({
     method: 'POST',
@@ -121,6 +124,7 @@ const TABLES = [
 ] as const;
 export type RowCounts = Record<(typeof TABLES)[number], number>;
 
+/** Row counts of every table (to assert that a refused request wrote nothing). */
 export async function rowCounts(db: Db): Promise<RowCounts> {
   const out = {} as RowCounts;
   for (const table of TABLES) {
@@ -146,6 +150,7 @@ export async function stepJobs(queues: Queues) {
   ]);
 }
 
+/** Asserts the status and the `{ error: { code, message } }` body of a refusal. */
 export function expectProblem(res: LightMyRequestResponse, status: number, code?: string) {
   expect(res.statusCode, res.body).toBe(status);
   const body = res.json() as { error: { code: string; message: string; details?: unknown } };

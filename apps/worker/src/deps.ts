@@ -9,6 +9,10 @@ import type { FairnessOptions } from './fairness/options.ts';
 import type { WorkerMetrics } from './metrics.ts';
 import type { SessionCache } from './session-cache.ts';
 
+// The worker's dependencies, handed in (no module singletons), and the narrow contexts a function
+// asks for instead of the whole bag (docs/decisions.md D32): groups joined with `&`; callers hand
+// in the one WorkerDeps, which fits every group structurally. Field docs are on WorkerDeps.
+
 /** Everything a processor touches, handed in (no module singletons). */
 export interface WorkerDeps {
   db: Db;
@@ -68,31 +72,33 @@ export interface WorkerDeps {
   sessionCache?: SessionCache | null;
 }
 
-// Narrow contexts (BullMQ's LockManagerWorkerContext is the model): a function asks for the
-// groups it uses, composed with `&`; callers still hand in the one WorkerDeps, which fits every
-// group structurally. The field docs stay on WorkerDeps above.
-
 /** PostgreSQL. */
 export type Store = Pick<WorkerDeps, 'db'>;
 /** Redis state and pub/sub under the deployment's key space. */
 export type Bus = Pick<WorkerDeps, 'redis' | 'keys'>;
 /** The BullMQ queues a job wakes or schedules. */
 export type Jobs = Pick<WorkerDeps, 'queues'>;
+/** The worker's pino logger. */
 export type Log = Pick<WorkerDeps, 'logger'>;
 /** The shared resources most jobs touch: database, Redis, queues, logger. */
 export type Resources = Store & Bus & Jobs & Log;
+/** The tokenizer of the model input counts. */
 export type Tokens = Pick<WorkerDeps, 'tokenizer'>;
 /** What opening a model endpoint or an outbound call needs: providers, egress gates, secrets. */
 export type Models = Pick<WorkerDeps, 'llm' | 'egress' | 'secrets'>;
+/** Prometheus metrics (optional). */
 export type Metered = Pick<WorkerDeps, 'metrics'>;
 /** The test hook (racepoints). */
 export type Hooks = Pick<WorkerDeps, 'racepoint'>;
+/** Runtime switches (autocompact, prune). */
 export type Flags = Pick<WorkerDeps, 'flags'>;
+/** Tenant fairness settings. */
 export type FairnessDeps = Pick<WorkerDeps, 'fairness'>;
 /** Session lock timings (lease-runner.ts). */
 export type LeaseTimings = Pick<WorkerDeps, 'lockTtlMs' | 'lockRetryMs'>;
 /** Per-turn error limits. */
 export type TurnLimits = Pick<WorkerDeps, 'maxProviderRetries' | 'maxInterruptedSteps'>;
+/** Whether title jobs run. */
 export type Titles = Pick<WorkerDeps, 'titles'>;
 /** The per-worker session cache setting (session-context.ts sessionCacheOf). */
 export type CacheDeps = Pick<WorkerDeps, 'sessionCache'>;

@@ -23,6 +23,7 @@ export interface WorkerEgress {
   attachmentTimeoutMs: number;
 }
 
+/** Creates the worker's egress gates, one per purpose. */
 export function workerEgress(
   policies: Partial<EgressPolicies> = {},
   opts: {

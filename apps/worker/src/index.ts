@@ -1,3 +1,5 @@
+// What tests and the bench start workers with; the worker process itself is main.ts.
+
 export type { WorkerDeps } from './deps.ts';
 export { closeEgress, type WorkerEgress, workerEgress } from './egress.ts';
 export { defaultFairness, type FairnessOptions } from './fairness/options.ts';

@@ -13,6 +13,7 @@ function serializeError(err: unknown): Record<string, unknown> {
   return out;
 }
 
+/** The worker's pino options: level, name and redacted log arguments. */
 export function workerLoggerOptions(level: string): LoggerOptions {
   return {
     level,
@@ -30,6 +31,7 @@ export function workerLoggerOptions(level: string): LoggerOptions {
   };
 }
 
+/** Creates the worker's pino logger (to stdout unless a destination is given). */
 export function createWorkerLogger(level = 'info', destination?: pino.DestinationStream): Logger {
   return destination ? pino(workerLoggerOptions(level), destination) : pino(workerLoggerOptions(level));
 }

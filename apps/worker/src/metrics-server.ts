@@ -36,6 +36,7 @@ function send(res: ServerResponse, status: number, type: string, body: string): 
   res.end(body);
 }
 
+/** Starts the worker's /metrics and /healthz listener. */
 export async function startMetricsServer(
   metrics: WorkerMetrics,
   opts: MetricsServerOptions,

@@ -3,30 +3,9 @@ import { DelayedError, RateLimitError, WaitingChildrenError, WaitingError } from
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { CacheStats, MissReason } from './session-cache.ts';
 
-// The worker's Prometheus metrics: every metric object of the worker lives here, on a Registry
-// made per WorkerDeps (no module singletons: a test process runs several stacks). Processors
-// report through the few methods below (`deps.metrics?.…`); the HTTP listener that serves the
-// registry is metrics-server.ts (WORKER_METRICS_PORT).
-//
-//   loopline_job_duration_seconds{queue,outcome}         a session job, dequeue → end
-//   loopline_model_duration_seconds{model,purpose,outcome} one model request, request → finish
-//   loopline_tokens_in_total{model,purpose}               prompt tokens (cache reads/writes included)
-//   loopline_tokens_cached_total{model,purpose}           of which cache reads
-//   loopline_tokens_out_total{model,purpose}              output tokens (reasoning included)
-//                        (+ a `tenant` label only with tenantLabels: one series per tenant × model)
-//   loopline_tool_calls_total{outcome}, loopline_tool_duration_seconds{outcome}
-//   loopline_compactions_total{rung,reason}               completed compactions
-//   loopline_compaction_duration_seconds{rung,reason}     a compaction run, summary request → commit
-//   loopline_compaction_saved_tokens{rung,reason}         tokens before − after of one compaction
-//   loopline_provider_errors_total{purpose,kind,class}    failed model requests by error class
-//   loopline_webhook_deliveries_total{outcome}            event webhook attempts: delivered, retried, failed
-//   loopline_prune_parts_total{purpose}, loopline_prune_saved_tokens_total{purpose}
-//   loopline_lock_waits_total{queue}                      jobs delayed because the session was locked
-//   loopline_fence_rejections_total{queue,cause}          runs superseded (StaleFenceError, lock lost)
-//   loopline_titles_total{outcome}                        title jobs: generated, failed, skipped
-//   loopline_session_cache_lookups_total{result,reason}   session cache: hit, or miss and why
-//   loopline_session_cache_entries, …_bytes               sessions and approximate bytes it holds
-//   + prom-client's default process metrics (process_*, nodejs_*)
+// The worker's Prometheus metrics: every metric object of the worker, on a Registry made per
+// WorkerDeps (no module singletons: a test process runs several stacks); metrics-server.ts serves
+// it. The series and their labels: README.md, "Operations" (the metrics table).
 
 /** What a model request was for. */
 export type ModelPurpose = 'step' | 'summary' | 'title';
@@ -104,6 +83,7 @@ function thrownOutcome(err: unknown): string {
   return 'failed';
 }
 
+/** Creates the worker's registry and metric objects (and the default process metrics). */
 export function createWorkerMetrics(opts: WorkerMetricsOptions = {}): WorkerMetrics {
   const registry = new Registry();
   const registers = [registry];

@@ -27,6 +27,7 @@ export function providersOf(deps: Pick<WorkerDeps, 'llm'>): Map<string, Provider
   return map;
 }
 
+/** The model of a call: the operator's provider, or the tenant's own endpoint and key. */
 export async function modelFor(
   deps: Deps,
   ctx: { tenantId: string; agentName: string },

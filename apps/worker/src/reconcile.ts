@@ -24,53 +24,13 @@ import type { Jobs, Log, Resources, Store, WorkerDeps } from './deps.ts';
 import { sessionPriority } from './fairness/options.ts';
 import { DELIVERY_GRACE_MS, healWebhookDeliveries } from './webhooks/outbox.ts';
 
-// The reconciler: the safety net for sessions that say work is due but that nothing will ever
-// move again. A Redis restart without persistence loses every BullMQ job and session lock, and a
-// runner can be superseded by one that then dies: such a session stays queued, running or
-// compacting in PostgreSQL forever, until a client happens to write to it.
-//
-// A BullMQ job scheduler (one run per period across all worker processes) runs reconcileOnce:
-//   1. PostgreSQL: sessions in an active status whose row has not changed for `afterMs` (every
-//      fenced write, status change and fence acquisition bumps updated_at);
-//   2. Redis: drop those whose session lock is held (a runner is alive, e.g. in a long tool call)
-//      or that have a pending job in the loop's queues (waiting, delayed for a busy lock, a tenant
-//      slot or a provider backoff, or active);
-//   3. the rest get one job, under `reconcile-<session>-f<fence>`: a compacting session whose
-//      compaction marker has no summary yet gets its compaction job, any other a `resume` step.
-//
-// `waiting` sessions (a client tool's answer or a subagent) are woken by jobs too: a client call's
-// delayed timeout job, a stopped child's `child-done` step, an abort's step. Step 1 lists only
-// those waiting sessions that one of these should have woken (repo/reconcile.ts
-// listStalledWaitingSessions: an abort recorded, a client call with a deadline, a child that has
-// stopped); waiting for a client call without a timeout, or for a child still at work, is
-// legitimate and never touched. After steps 2 and 3's filters, the log decides (wakeWaiting): a
-// deadline passed, a child stopped or an abort recorded → a step now under the reconcile id (the
-// step's settleDeferred writes what is known, endAbortedTurn the abort); a deadline still ahead →
-// its timeout job is re-added, delayed, under its own deterministic id (a no-op when it exists).
-//
-// Batches: a Redis restart also loses a running batch's flow (the parent job and its items' jobs),
-// and nothing would post the remaining messages or complete the batch. For every running batch
-// older than `afterMs` whose parent job Redis no longer has, the flow is added again with the
-// batch's unfinished items (deterministic ids; an item job re-derives everything from PostgreSQL:
-// one whose session already answered finishes the item, processors/batch-item.ts), and with none
-// left only the parent, which completes the batch.
-//
-// Event webhooks: a delivery is recorded `pending` in the transaction of its event and its job
-// added after the commit (webhooks/outbox.ts). A pending delivery untouched for a short grace
-// whose job Redis does not have (a crash between commit and add, a Redis loss) gets its job
-// again, under the same id; the receiver dedupes on the event id, so at-least-once holds.
-//
-// Tracing: what the reconciler re-adds continues the trace it belongs to (the session's last
-// fenced write, the batch's creating request, the delivery's recording write: each row keeps its
-// traceparent while tracing is on), in a `reconcile …` span linked to the pass that found it.
-//
-// Why this is safe: a job carries ids only and re-derives everything from the log under the
-// session lock and a new fence (a spurious wake finds the loop going or done and joins or exits,
-// like the resume job a superseded runner leaves, lease-runner.ts). The id carries the fence, which
-// every runner increments: repeated or overlapping reconciler runs collapse onto one job while the
-// session is stuck, and once that job has run the fence has moved, so a later loss is healed
-// again. The scheduler lives in Redis too, so every worker re-registers it when it starts, when
-// its Redis connection comes back, and whenever a periodic check finds it gone (startReconciler).
+// The reconciler: the safety net for sessions that say work is due (queued, running, compacting,
+// or waiting with a wake-up due) but that nothing will move again, e.g. after a Redis restart
+// lost every job and lock. A BullMQ job scheduler runs reconcileOnce: stalled rows in PostgreSQL,
+// minus those with a lock or a pending job in Redis, each get one job under
+// `reconcile-<session>-f<fence>`; lost batch flows and webhook delivery jobs are added again.
+// Safe because a job carries ids only and re-derives everything under the lock and a new fence,
+// and the fence in the id collapses overlapping runs onto one job: docs/durability.md §7, §9.
 
 /** Statuses in which a job or a lock holder must exist. `waiting` is woken by answers, `idle`/`error` by messages. */
 export const RECONCILED_STATUSES: readonly SessionStatus[] = ['queued', 'running', 'compacting'];
@@ -379,11 +339,8 @@ export interface Reconciler {
 }
 
 /**
- * Registers the reconciler's job scheduler (upsertJobScheduler: BullMQ creates one job per period
- * whatever the number of workers) and keeps it registered: a Redis restart without persistence
- * wipes it with everything else, so this process re-registers it when its Redis connection is
- * ready again and, in case it missed that, whenever a check every interval finds it gone.
- * intervalMs 0 removes the scheduler.
+ * Registers the reconciler's job scheduler (one job per period across all workers) and again when
+ * Redis is back or a periodic check finds it wiped; intervalMs 0 removes it.
  */
 export async function startReconciler(
   deps: Jobs & Log & Pick<WorkerDeps, 'redis'>,

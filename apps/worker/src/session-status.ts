@@ -26,6 +26,7 @@ import type { SessionWriter } from './session-writer.ts';
 /** A status the run goes on in; the statuses that end it have their own writes (below, waits.ts). */
 type RunningStatus = Exclude<SessionStatus, 'idle' | 'error' | 'waiting'>;
 
+/** Writes a running status and its event. */
 export async function setStatus(writer: SessionWriter, status: RunningStatus): Promise<void> {
   const { tenantId, sessionId } = writer.ctx;
   await writer.write(async (trx, emit) => {
@@ -34,6 +35,7 @@ export async function setStatus(writer: SessionWriter, status: RunningStatus): P
   });
 }
 
+/** Ends the run idle: status and events, then runStopped and the idle prune job. */
 export async function goIdle(
   deps: Bus & Jobs & Log,
   writer: SessionWriter,

@@ -31,11 +31,8 @@ export interface WorkerOptions {
 
 export const defaultWorkerOptions: WorkerOptions = {
   concurrency: {
-    // A step spends nearly all its time waiting on the model stream, and waiting costs little: no
-    // PostgreSQL connection is held across the call, the session leases and tenant slots of all
-    // the steps of a process are renewed by one timer and one Redis call per tick (packages/queue
-    // renewals.ts), BullMQ renews all its job locks in one call too. So one process carries up to
-    // 1,000 conversations at once, as many as its CPU can feed (docs/decisions.md, "Steps in flight").
+    // A step mostly waits on the model stream, which holds no PostgreSQL connection and renews its
+    // lease in a batched call: one process carries 1,000 conversations (docs/decisions.md D31).
     step: 1_000,
     compact: 4,
     prune: 4,
@@ -74,6 +71,7 @@ export const processors: Processors = {
   webhook: processWebhook,
 };
 
+/** Starts one BullMQ Worker per queue, and the abort listener. */
 export function startWorkers(deps: WorkerDeps, opts: WorkerOptions = defaultWorkerOptions): Worker[] {
   const workers: Worker[] = [];
   // Session control: an abort broadcast cancels the step job this process runs for the session.
@@ -144,6 +142,7 @@ export function startWorkers(deps: WorkerDeps, opts: WorkerOptions = defaultWork
   return workers;
 }
 
+/** Closes the workers and their abort listener. */
 export async function stopWorkers(workers: Worker[]): Promise<void> {
   await Promise.all(workers.map((w) => w.close()));
   const listener = abortListeners.get(workers);

@@ -102,6 +102,7 @@ function queryString(query: Record<string, unknown> | undefined): string {
 
 const enc = encodeURIComponent;
 
+/** Creates a typed client of the Loopline HTTP API. */
 export function createLoopline(options: LooplineOptions) {
   const base = options.baseUrl.replace(/\/+$/, '');
   const doFetch = options.fetch ?? globalThis.fetch.bind(globalThis);

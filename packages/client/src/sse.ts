@@ -7,6 +7,7 @@ export interface SseMessage {
   data: string;
 }
 
+/** Parses a Server-Sent Events body into its messages. */
 export async function* parseSse(body: ReadableStream<Uint8Array>): AsyncGenerator<SseMessage> {
   const reader = body.getReader();
   const decoder = new TextDecoder();

@@ -55,6 +55,7 @@ export class LooplineError extends Error {
   }
 }
 
+/** The stored error shape of a typed Loopline error. */
 export function errorData(code: ErrorCode, message?: string, data?: Record<string, unknown>): ErrorData {
   return new LooplineError(code, message, data).toData();
 }

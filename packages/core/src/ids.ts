@@ -44,6 +44,7 @@ export function derivedId(prefix: IdPrefix, from: string, role: string): string 
   return `${prefix}_${tail}_${role}`;
 }
 
+/** Whether an id carries the given type prefix. */
 export function hasPrefix(id: string, prefix: IdPrefix): boolean {
   return id.startsWith(`${prefix}_`);
 }

@@ -49,11 +49,8 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> => {
 };
 
 /**
- * The log object with the value of every secret field (`authorization`, `cookie`, `apiKey`,
- * `token`, … compared case-insensitively) replaced by [REDACTED], at the top level and up to three
- * plain objects down. Copy-on-write: an object without secrets is returned as is, so the common
- * log line costs one pass over a few keys (pino's path-based `redact` with wildcards cost ~8× per
- * line). Class instances (a request, an error) are left to their serializers.
+ * The log object with secret fields redacted, up to three plain objects down; copy-on-write, so a
+ * line without secrets costs one pass (pino's wildcard `redact` cost ~8×). Class instances are left alone.
  */
 export function redactFields<T extends Record<string, unknown>>(value: T, depth = 0): T {
   let out: Record<string, unknown> | undefined;

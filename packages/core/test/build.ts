@@ -8,6 +8,7 @@ import type { Usage } from '../src/schema/usage.ts';
 let seq = 0;
 let partSeq = 0;
 
+/** Restarts the seq and part counters. */
 export function reset(): void {
   seq = 0;
   partSeq = 0;
@@ -22,6 +23,7 @@ function withIds(messageId: string, parts: Array<PartInit | string>): Part[] {
   });
 }
 
+/** A user message with the next seq. */
 export function user(parts: Array<PartInit | string> | string, info: Partial<UserMessage> = {}): WithParts {
   const s = info.seq ?? ++seq;
   const id = info.id ?? `u${s}`;
@@ -39,6 +41,7 @@ export function user(parts: Array<PartInit | string> | string, info: Partial<Use
   };
 }
 
+/** An assistant message with the next seq (parent `u0` unless given). */
 export function assistant(
   parts: Array<PartInit | string> | string,
   info: Partial<AssistantMessage> & { parentId?: string } = {},
@@ -169,14 +172,17 @@ export const p = {
   }),
 };
 
+/** A usage of the given token counts. */
 export function usage(input: number, output: number, cacheRead = 0, extra: Partial<Usage> = {}): Usage {
   return { input, output, reasoning: 0, cache: { read: cacheRead, write: 0 }, total: 0, ...extra };
 }
 
+/** The ids of messages, in order. */
 export function ids(messages: WithParts[]): string[] {
   return messages.map((m) => m.info.id);
 }
 
+/** The message's tool part (throws when it has none). */
 export function toolPart(msg: WithParts): ToolPart {
   const part = msg.parts.find((x): x is ToolPart => x.type === 'tool');
   if (!part) throw new Error('no tool part');

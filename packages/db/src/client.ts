@@ -31,6 +31,7 @@ const types = {
       : pg.types.getTypeParser(oid, format ?? 'text')) as typeof pg.types.getTypeParser,
 };
 
+/** Creates the Kysely database on a pg pool. */
 export function createDb(url: string, opts: CreateDbOptions = {}): Db {
   const pool = new pg.Pool({
     connectionString: url,
@@ -46,6 +47,7 @@ export function createDb(url: string, opts: CreateDbOptions = {}): Db {
   return new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
 }
 
+/** Closes the database and its pool. */
 export async function closeDb(db: Db): Promise<void> {
   await db.destroy();
 }

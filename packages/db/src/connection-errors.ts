@@ -15,6 +15,7 @@ const SQLSTATES = /^(08\d{3}|57P0[123]|53300)$/;
 const MESSAGES =
   /Connection terminated|connection error and is not queryable|Client was closed|connection has been discarded/i;
 
+/** Whether an error means PostgreSQL was unreachable (socket codes, connection SQLSTATEs). */
 export function isConnectionError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   const code = (error as { code?: unknown }).code;

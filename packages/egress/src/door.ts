@@ -97,6 +97,7 @@ function hasControl(value: string): boolean {
   return false;
 }
 
+/** Refuses malformed headers and headers Loopline or the HTTP client sets itself. */
 export function checkHeaders(purpose: EgressPurpose, headers: Record<string, string>): void {
   const problem = headerProblem(headers);
   if (problem) throw new EgressRefusedError(purpose, 'header', problem);

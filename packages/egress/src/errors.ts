@@ -46,6 +46,7 @@ export function findEgressRefusal(error: unknown): EgressRefusedError | undefine
   return undefined;
 }
 
+/** The message of a refused private or metadata address, with the setting that allows it. */
 export function refusalMessage(purpose: EgressPurpose, host: string, klass: 'private' | 'metadata'): string {
   const what = klass === 'metadata' ? 'a cloud metadata address' : 'a private or loopback address';
   const hint =
@@ -55,6 +56,7 @@ export function refusalMessage(purpose: EgressPurpose, host: string, klass: 'pri
   return `${purpose} host ${host} is ${what}, which Loopline does not connect to${hint}`;
 }
 
+/** The environment variable prefix of a purpose's egress settings. */
 export function envName(purpose: EgressPurpose): string {
   return purpose === 'webhook'
     ? 'LOOPLINE_WEBHOOK'

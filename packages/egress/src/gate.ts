@@ -71,6 +71,7 @@ const systemResolve: Resolve = (hostname) =>
     ),
   );
 
+/** Creates the egress gate of one purpose: every connection's addresses are checked after DNS. */
 export function createEgressGate(opts: GateOptions): EgressGate {
   const { purpose, policy } = opts;
   const resolve = opts.resolve ?? systemResolve;

@@ -51,6 +51,7 @@ export interface EgressSettings {
   LOOPLINE_MODEL_ALLOW_HOSTS: string[];
 }
 
+/** The egress policies of every purpose from the parsed configuration. */
 export function policiesFromConfig(c: EgressSettings): EgressPolicies {
   const hosts = (list: string[]) => list.map(normaliseHost).filter(Boolean);
   return {
@@ -66,6 +67,7 @@ export function policiesFromConfig(c: EgressSettings): EgressPolicies {
   };
 }
 
+/** A comma-separated host list, normalised. */
 export function hostList(raw: string | undefined): string[] {
   return (raw ?? '')
     .split(',')
@@ -82,6 +84,7 @@ export function normaliseHost(host: string): string {
     .replace(/\.$/, '');
 }
 
+/** Whether the policy allows the host by name. */
 export function hostAllowed(policy: EgressPolicy, host: string): boolean {
   return policy.allowHosts.includes(normaliseHost(host));
 }

@@ -13,6 +13,7 @@ export interface SecretBox {
 
 const VERSION = 'v1';
 
+/** A SecretBox sealing with a 32-byte key. */
 export function secretBoxFromKey(key: Buffer): SecretBox {
   if (key.length !== 32)
     throw new Error('LOOPLINE_SECRETS_KEY must be 32 bytes (64 hex or 44 base64 characters)');
@@ -30,6 +31,7 @@ export function secretBoxFromEnv(env: { LOOPLINE_SECRETS_KEY?: string | undefine
   return secretBoxFromKey(key);
 }
 
+/** Seals a secret with AES-256-GCM bound to its `aad`. */
 export function sealSecret(key: Buffer, plaintext: string, aad: string): string {
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', key, iv);
@@ -39,6 +41,7 @@ export function sealSecret(key: Buffer, plaintext: string, aad: string): string 
   return [VERSION, iv.toString('base64url'), tag.toString('base64url'), ct.toString('base64url')].join('.');
 }
 
+/** Opens a sealed secret; throws when the key or `aad` does not match. */
 export function openSecret(key: Buffer, sealed: string, aad: string): string {
   const [version, iv, tag, ct] = sealed.split('.');
   if (version !== VERSION || !iv || !tag || ct === undefined) throw new Error('not a sealed secret');

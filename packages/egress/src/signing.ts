@@ -25,6 +25,7 @@ function sign(secret: string, id: string, timestamp: string, body: string): stri
   return createHmac('sha256', keyOf(secret)).update(`${id}.${timestamp}.${body}`).digest('base64');
 }
 
+/** The Standard Webhooks headers (id, timestamp, signature) of a body. */
 export function signWebhook(
   secret: string,
   id: string,

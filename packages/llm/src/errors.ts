@@ -186,11 +186,8 @@ const httpStatus = (v: unknown): number | undefined => {
 };
 
 /**
- * An `error` part's payload as streamText handed it on: a well-formed provider error object
- * (`{message, type, code, status…}`, possibly under `error` or `response.error`) becomes a
- * StreamProviderError with its status (explicit, or "overloaded" → 503, "internal server error" →
- * 500); Error instances and anything else stay as they are. The AI SDK's
- * normalizeStreamProviderError, which is not exported.
+ * A provider error object in a stream `error` part as a StreamProviderError with its status
+ * (as the AI SDK's unexported normalizeStreamProviderError); anything else as it is.
  */
 export function normaliseStreamError(error: unknown): unknown {
   if (

@@ -21,6 +21,7 @@ type Spans = {
   chat: ReturnType<typeof startClientSpan>;
 };
 
+/** Starts the span of a model request (tracing on), with the GenAI request attributes. */
 export function startModelSpan(
   model: Model,
   req: {
@@ -70,6 +71,7 @@ export interface ModelSpanEnd {
   error?: { kind: string; message: string } | undefined;
 }
 
+/** Ends a model request's span with its outcome and usage. */
 export function endModelSpan(spans: Spans | undefined, end: ModelSpanEnd): void {
   if (!spans) return;
   const u = end.usage;

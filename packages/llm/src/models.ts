@@ -13,11 +13,8 @@ import {
 } from '@loopline/core';
 
 /**
- * Unknown models (any `compatible/<id>` not in the catalog, and new OpenAI ids):
- * 128k context is what current open-weight models served OpenAI-style advertise (Llama 3.1+,
- * Qwen 2.5+, DeepSeek V3, Mistral); a smaller real window still works, because the provider's
- * "context length exceeded" answer is classified as an overflow. The 4,096 output limit is the
- * common server default for max_tokens, so a request never asks for more than the server allows.
+ * Limits of a model not in the catalog: the 128k current open-weight models advertise (a smaller
+ * real window ends in an overflow, which compacts) and the common server default of 4,096 output tokens.
  */
 export const DEFAULT_LIMITS: ModelLimits = { context: 128_000, output: 4_096 };
 

@@ -39,6 +39,7 @@ export function parseModelRef(modelRef: string): { provider: ModelRefProvider; i
 const MODEL_CACHE_MAX = 256;
 const modelCache = new Map<string, Model>();
 
+/** The AI SDK model of a `<provider>/<id>` reference, cached per settings. */
 export function createModel(modelRef: string, opts: ModelOptions = {}): Model {
   if (opts.fetch) return buildModel(modelRef, opts);
   const key = JSON.stringify([

@@ -99,6 +99,7 @@ export function providersFromEnv(
   return map;
 }
 
+/** The provider part of a `<provider>/<id>` model reference. */
 export function providerNameOf(modelRef: string): string {
   const m = MODEL_REF_PATTERN.exec(modelRef);
   if (!m) throw new LooplineError('ConfigError', `model must be "<provider>/<model id>", got "${modelRef}"`);

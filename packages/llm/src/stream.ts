@@ -37,6 +37,7 @@ export interface StepRequest {
   template?: { strictAlternation?: boolean; systemRole?: boolean };
 }
 
+/** Streams one model request as Loopline's normalised events. */
 export async function* streamStep(req: StepRequest): AsyncGenerator<LlmEvent, void, undefined> {
   const signal = req.abortSignal;
   const normaliser = new StepNormaliser(

@@ -47,11 +47,9 @@ const BREAKS = /[\s\p{P}\p{S}]/u;
 const kind = new Uint8Array(0x10000);
 
 /**
- * False when `text` certainly has no run of RUN_LIMIT characters without whitespace, punctuation
- * or symbols: one linear pass over UTF-16 units with a per-unit class table (filled lazily with
- * the same class as LONG_RUN). A surrogate counts as a run character, so a run here is never
- * shorter than LONG_RUN's; true only sends the text to the exact search below. LONG_RUN's own
- * scan restarts at every position of a run (about 3× slower than tiktoken on prose).
+ * False when `text` certainly has no run of RUN_LIMIT word characters: one linear pass (LONG_RUN's
+ * own scan restarts at every position, ~3× tiktoken on prose); true only sends it to that exact
+ * search. A surrogate counts as a run character, so no run LONG_RUN would find is missed.
  */
 export function mayHaveLongRun(text: string): boolean {
   let run = 0;
@@ -83,6 +81,7 @@ function countWith(enc: Tiktoken, text: string): number {
   return total;
 }
 
+/** A tiktoken tokenizer of the given encoding. */
 export function createTokenizer(encoding: EncodingName = 'o200k_base'): Tokenizer {
   const enc = encoder(encoding);
   return { name: encoding, count: (text) => countWith(enc, text) };
@@ -96,6 +95,7 @@ export function encodingFor(modelRef: string): EncodingName {
   return 'o200k_base';
 }
 
+/** The tokenizer of a model reference. */
 export function tokenizerFor(modelRef: string): Tokenizer {
   return createTokenizer(encodingFor(modelRef));
 }

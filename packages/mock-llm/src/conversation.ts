@@ -77,6 +77,7 @@ function toolNameOf(messages: ConvMessage[], callId: string): string {
   return '';
 }
 
+/** The conversation of a Chat Completions request body. */
 export function fromChatBody(body: unknown): Conversation {
   if (!isRec(body)) throw new BadRequest('body must be a JSON object');
   const model = requireModel(body);
@@ -131,6 +132,7 @@ export function fromChatBody(body: unknown): Conversation {
   };
 }
 
+/** The conversation of a Responses API request body. */
 export function fromResponsesBody(body: unknown): Conversation {
   if (!isRec(body)) throw new BadRequest('body must be a JSON object');
   const model = requireModel(body);
@@ -185,6 +187,7 @@ export function fromResponsesBody(body: unknown): Conversation {
   };
 }
 
+/** The text of the conversation's last user message. */
 export function lastUserText(conv: Conversation): string {
   for (let i = conv.messages.length - 1; i >= 0; i--) {
     const m = conv.messages[i]!;

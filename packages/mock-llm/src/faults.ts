@@ -9,6 +9,7 @@ export interface ErrorPlan {
   headers: Record<string, string>;
 }
 
+/** An OpenAI-shaped error body. */
 export function openaiErrorBody(message: string, type: string, code: string | null = null): string {
   return JSON.stringify({ error: { message, type, param: null, code } });
 }

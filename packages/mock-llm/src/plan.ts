@@ -65,6 +65,7 @@ export interface PlanInput {
 const clip = (s: string, n: number): string => s.replace(/\s+/g, ' ').trim().slice(0, n);
 const newCallId = (): string => `call_${randomBytes(8).toString('hex')}`;
 
+/** The kind of a scripted reply (for the call record). */
 export function replyKind(reply: Reply | undefined): ReplyKind {
   if (reply === undefined) return 'default';
   if ('fault' in reply) return reply.fault;
@@ -164,6 +165,7 @@ function output(input: PlanInput, o: Output): OutputPlan {
   };
 }
 
+/** What the mock answers a call with: text, tool calls, a summary or a fault. */
 export function buildPlan(reply: Reply | undefined, input: PlanInput): Plan {
   const { conv } = input;
   if (reply === undefined) return output(input, { text: defaultText(conv) });

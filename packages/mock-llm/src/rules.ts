@@ -4,6 +4,7 @@
 import { type Conversation, lastUserText, trailingToolResults } from './conversation.ts';
 import type { Rule, Scenario, When } from './scenario.ts';
 
+/** Whether a scenario rule's `when` matches this call. */
 export function ruleMatches(when: When, conv: Conversation, callIndex: number): boolean {
   const lastUser = lastUserText(conv);
   const tools = trailingToolResults(conv);

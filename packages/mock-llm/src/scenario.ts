@@ -156,10 +156,12 @@ export const Scenario = z.strictObject({
 export type Scenario = z.infer<typeof Scenario>;
 export type ScenarioInput = z.input<typeof Scenario>;
 
+/** Parses and checks a scenario. */
 export function parseScenario(input: unknown): Scenario {
   return Scenario.parse(input);
 }
 
+/** Reads a scenario from a JSON file. */
 export async function loadScenario(path: string): Promise<Scenario> {
   const text = await readFile(path, 'utf8');
   return parseScenario(JSON.parse(text));

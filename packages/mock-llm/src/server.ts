@@ -304,6 +304,7 @@ function buildMockApp(state: State, logger: boolean) {
   return app;
 }
 
+/** Starts the mock model server. */
 export async function startMockLlm(opts: MockLlmOptions = {}): Promise<MockLlm> {
   const state: State = {
     scenario: parseScenario(opts.scenario ?? {}),

@@ -25,6 +25,7 @@ function relevantFiles(texts: string[]): string[] {
   return [...seen];
 }
 
+/** A deterministic summary of a conversation. */
 export function summarise(conv: Conversation): string {
   const users = conv.messages.filter((m) => m.role === 'user').map((m) => m.text);
   const assistants = conv.messages.filter((m) => m.role === 'assistant');

@@ -12,6 +12,7 @@ function enc(): Tiktoken {
   return encoder;
 }
 
+/** The o200k token count of a text. */
 export function countText(text: string): number {
   return text === '' ? 0 : enc().encode_ordinary(text).length;
 }
@@ -41,11 +42,9 @@ function promptSegments(conv: Conversation): string[] {
   return out;
 }
 
-// Memoised counting (opt-in, `tokenMemo`): every segment of the serialisation (tools, system, one
-// message) is encoded once and remembered, so a long conversation re-sent on every step costs a
-// lookup per message instead of a full re-encode (13.5 ms at 100 steps of the bench chain). Each
-// segment starts with a marker and ends with a newline, so the sum differs from encoding the
-// whole text by a token here and there at most; exact callers (the default) encode the whole text.
+// Memoised counting (opt-in, `tokenMemo`): each segment (tools, system, one message) is encoded
+// once, so a conversation re-sent every step costs a lookup per message (13.5 ms saved at 100
+// steps); the sum may differ from the whole text's count by a token here and there.
 const SEGMENT_CACHE_MAX = 100_000;
 const segmentCache = new Map<string, Uint32Array>();
 
@@ -59,6 +58,7 @@ function segmentTokens(segment: string): Uint32Array {
   return tokens;
 }
 
+/** The tokens of a conversation's serialised prompt (memoised per segment when `memo`). */
 export function promptTokens(conv: Conversation, memo = false): Uint32Array {
   if (!memo) return enc().encode_ordinary(serialisePrompt(conv));
   const parts = promptSegments(conv).map(segmentTokens);

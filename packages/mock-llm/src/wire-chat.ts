@@ -10,6 +10,7 @@ export interface WireMeta {
   model: string;
 }
 
+/** The Chat Completions `usage` object. */
 export function chatUsage(u: UsageNumbers): Record<string, unknown> {
   return {
     prompt_tokens: u.input,
@@ -23,6 +24,7 @@ export function chatUsage(u: UsageNumbers): Record<string, unknown> {
   };
 }
 
+/** A whole (non-streamed) Chat Completions answer. */
 export function chatCompletion(plan: OutputPlan, meta: WireMeta): Record<string, unknown> {
   const message: Record<string, unknown> = {
     role: 'assistant',

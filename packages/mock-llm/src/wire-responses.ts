@@ -10,6 +10,7 @@ export interface SseEvent {
   data: Record<string, unknown>;
 }
 
+/** The Responses API `usage` object. */
 export function responsesUsage(u: UsageNumbers): Record<string, unknown> {
   return {
     input_tokens: u.input,
@@ -97,10 +98,12 @@ function responseObject(plan: OutputPlan, meta: WireMeta, done: boolean): Record
   };
 }
 
+/** A whole (non-streamed) Responses API answer. */
 export function responsesBody(plan: OutputPlan, meta: WireMeta): Record<string, unknown> {
   return responseObject(plan, meta, true);
 }
 
+/** The streamed Responses API events of an answer. */
 export function responsesEvents(plan: OutputPlan, meta: WireMeta): SseEvent[] {
   const ids = idsFor(plan, meta);
   const events: SseEvent[] = [];

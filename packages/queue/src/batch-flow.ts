@@ -19,6 +19,7 @@ export interface BatchFlowInput {
   traceparent?: string;
 }
 
+/** Adds a batch's BullMQ flow: the parent job and one child job per item. */
 export async function addBatchFlow(queues: Queues, input: BatchFlowInput): Promise<void> {
   const { tenantId, batchId } = input;
   const trace = input.traceparent ?? currentTraceparent();

@@ -2,20 +2,13 @@ import { readEvents, type StreamedEvent } from './events.ts';
 import type { KeySpace } from './keys.ts';
 import { duplicateRedis, type RedisClient } from './redis.ts';
 
-// The gateway's fan-out of session events to SSE clients, with a fixed number of Redis
-// connections per gateway process however many clients are connected:
-//
-// - one subscriber connection: publishEvents PUBLISHes on the session's channel after the XADD
-//   (lua/publishEvents-1.lua); the hub SUBSCRIBEs to the channel of every session someone watches
-//   (first watcher subscribes, last one unsubscribes) and wakes that session's watchers;
-// - one reader connection: each watcher catches up from its own cursor with a non-blocking
-//   XREAD of its session's stream (one key per command, so it works on a Redis Cluster as is:
-//   the client routes it to the stream's slot).
-//
-// A wake-up is only a hint, and the stream is the truth: a watcher reads after every wake-up,
-// and also when it has heard nothing for its heartbeat interval, so a notification lost while
-// the subscriber reconnects (pub/sub is at-most-once) costs at most one heartbeat of latency,
-// and events are never lost or repeated (each watcher's cursor is its last delivered id).
+// The gateway's fan-out of session events to SSE clients on two Redis connections per process,
+// however many clients: a subscriber (first watcher of a session SUBSCRIBEs to the channel
+// publishEvents PUBLISHes on after its XADD, last one unsubscribes) and a reader (non-blocking
+// XREAD per watcher from its own cursor, one key per command so it works on a Cluster).
+// A wake-up is only a hint and the stream is the truth: a watcher also reads every heartbeat, so
+// a notification lost to a reconnect (pub/sub is at-most-once) costs one heartbeat of latency and
+// never an event lost or repeated.
 
 export interface EventHub {
   /**
@@ -41,6 +34,7 @@ interface Channel {
   subscribed: Promise<void>;
 }
 
+/** Creates the process's event hub; its two connections are duplicated from `redis` on first use. */
 export function createEventHub(redis: RedisClient, keys: KeySpace, opts: EventHubOptions = {}): EventHub {
   const name = opts.connectionName ?? 'loopline-sse';
   let reader: RedisClient | undefined;

@@ -31,6 +31,7 @@ function publishCommand(redis: RedisClient): Publish {
   return (redis as unknown as { llPublishEvents: Publish }).llPublishEvents.bind(redis);
 }
 
+/** Appends session events to the session's stream and wakes its watchers. */
 export async function publishEvents(
   redis: RedisClient,
   keys: KeySpace,

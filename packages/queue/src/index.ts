@@ -1,3 +1,6 @@
+// @loopline/queue: everything in Redis: clients, the job catalog and queues, the session lock,
+// session events and their fan-out, tenant slots and token budgets, webhook event jobs.
+
 export * from './abort.ts';
 export * from './batch-flow.ts';
 export * from './event-hub.ts';

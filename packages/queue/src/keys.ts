@@ -20,6 +20,7 @@ export interface KeySpace {
   tenantTokens(tenantId: string, window: number): string;
 }
 
+/** The Redis key names of a namespace, each with its hash tag. */
 export function keySpace(namespace = 'loopline'): KeySpace {
   return {
     queuePrefix: `{${namespace}}`,

@@ -99,6 +99,7 @@ export function heldLeases(redis: RedisClient): number {
   return n;
 }
 
+/** Takes the lock and starts renewing it; null when another holder has it. */
 export async function acquireLease(
   redis: RedisClient,
   key: string,

@@ -14,6 +14,7 @@ export type Queues = { [K in JobKind]: Queue } & {
   flows(): FlowProducer;
 };
 
+/** Creates the BullMQ queues of the job catalog under the namespace's prefix. */
 export function createQueues(connection: RedisClient, keys: KeySpace): Queues {
   const make = (kind: JobKind) =>
     new Queue(JOBS[kind].queue, {

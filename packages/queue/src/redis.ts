@@ -1,22 +1,10 @@
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
 
-// The one place a Redis client is made: every process (gateway, worker, demo) and the tests build
-// theirs here, from configuration, as a single-node ioredis `Redis` or a Redis Cluster client
-// (ioredis `Cluster`). Both speak the same commands; the differences that matter are handled here:
-//
-// - Cluster: every node connection gets `redisOptions` (credentials, TLS, maxRetriesPerRequest),
-//   which is where BullMQ looks for `maxRetriesPerRequest: null` on a Cluster.
-// - `duplicate()` has another signature on a Cluster (startup nodes first): use duplicateRedis.
-//
-// Configuration (redisConfigFromEnv):
-//   REDIS_URL            redis://[user:password@]host:port[/db]   single node (rediss:// = TLS)
-//   REDIS_CLUSTER_NODES  host:port,host:port,…                    Redis Cluster seed nodes; when
-//                        set, REDIS_URL is ignored. Entries may be redis:// or rediss:// URLs: the
-//                        first entry's user, password and TLS apply to every node (as in a managed
-//                        cluster). A few seeds are enough; the client discovers the other nodes.
-//
-// Every key Loopline writes carries a hash tag (keys.ts), so no command, pipeline or Lua script
-// spans two slots; BullMQ's queue prefix is the hash tag `{namespace}`.
+// The one place a Redis client is made (gateway, worker, demo, tests): a single-node ioredis
+// `Redis` or a `Cluster`. Cluster node connections get `redisOptions` (where BullMQ looks for
+// `maxRetriesPerRequest: null`), and duplicateRedis hides duplicate()'s other Cluster signature.
+// REDIS_URL / REDIS_CLUSTER_NODES: README configuration table, docs/DEPLOYMENT.md. Every key carries
+// a hash tag (keys.ts), so no command, pipeline or script spans two slots.
 
 export type RedisClient = Redis | Cluster;
 
@@ -60,6 +48,7 @@ export function describeRedisConfig(config: RedisConfig): string {
   return `${url.protocol}//${url.host}${url.pathname === '/' ? '' : url.pathname}`;
 }
 
+/** Whether the client is a Redis Cluster client. */
 export function isCluster(client: RedisClient): client is Cluster {
   return (client as { isCluster?: boolean }).isCluster === true;
 }

@@ -15,6 +15,7 @@ export interface LockScripts {
 
 const defined = new WeakSet<RedisClient>();
 
+/** The lock's Lua commands, defined once per client. */
 export function lockScripts(redis: RedisClient): LockScripts {
   if (!defined.has(redis)) {
     redis.defineCommand('llExtendLock', { numberOfKeys: 1, lua: load('extendLock-1.lua') });

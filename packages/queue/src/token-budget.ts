@@ -33,6 +33,7 @@ export type ReserveAnswer =
   | { ok: true; reservation: TokenReservation; used: number }
   | { ok: false; used: number /** When the next window starts (epoch ms). */; resumesAt: number };
 
+/** Reserves tokens in the tenant's current window, or says when the next window starts. */
 export async function reserveTokens(
   redis: RedisClient,
   keys: KeySpace,

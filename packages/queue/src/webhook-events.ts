@@ -18,6 +18,7 @@ export interface WebhookEvent {
   payload: { type: WebhookEventType; timestamp: string; data: Record<string, unknown> };
 }
 
+/** A deterministic event id from what produced the event. */
 export function eventId(...parts: (string | number)[]): string {
   return `evt_${createHash('sha256').update(parts.join('\u0000')).digest('hex').slice(0, 32)}`;
 }
@@ -71,6 +72,7 @@ export function webhookEventsOf(
   return out;
 }
 
+/** The `batch.completed` event of a batch. */
 export function batchCompletedEvent(tenantId: string, batchId: string): WebhookEvent {
   return {
     id: eventId(batchId, 'batch.completed'),
@@ -92,10 +94,8 @@ export function batchCancelledIdleEvent(tenantId: string, sessionId: string, bat
 }
 
 /**
- * After the commit: one job per pending delivery, under the delivery's job id (the delivery id
- * unless re-delivered), so adding it again is a no-op while BullMQ keeps it. A failure is the
- * caller's to log, never to fail on: the reconciler re-adds the job of a pending delivery that
- * has none (apps/worker/src/webhooks/outbox.ts).
+ * After the commit: one job per pending delivery under its own id (a repeat is a no-op). A failure
+ * is the caller's to log, not to fail on: the reconciler re-adds missing jobs (docs/durability.md §9).
  */
 export async function queueDeliveries(
   queues: Pick<Queues, 'add'>,

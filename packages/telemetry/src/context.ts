@@ -25,10 +25,12 @@ export function markTracingActive(on: boolean): void {
   active = on;
 }
 
+/** Whether tracing was started in this process. */
 export function tracingActive(): boolean {
   return active;
 }
 
+/** Loopline's tracer. */
 export function tracer(): Tracer {
   return trace.getTracer('loopline');
 }

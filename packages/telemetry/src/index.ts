@@ -1,3 +1,6 @@
+// @loopline/telemetry: OpenTelemetry tracing, off unless OTEL_* asks for it (sdk.ts); spans and
+// the trace context jobs carry (context.ts); the OTEL_* rows of the config schemas (env.ts).
+
 export {
   contextFromTraceparent,
   continueTrace,

@@ -16,6 +16,7 @@ import {
 let counter = 0;
 const unique = (base: string) => `${base}-${++counter}`;
 
+/** Creates a tenant (a unique name unless given) and its first API key. */
 export async function makeTenant(
   db: Db,
   name?: string,

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 // Redis for tests: the shared local server, with a unique prefix per test so parallel test files
 // never see each other's queues or keys. Prefixes contain no ':' (BullMQ rejects it in names).
 
+/** The test Redis URL (REDIS_URL, else the local default). */
 export function redisUrl(): string {
   return process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 }

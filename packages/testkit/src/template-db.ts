@@ -21,6 +21,7 @@ const DEFAULT_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 /** Arbitrary constant key of the advisory lock ("loopline template"). */
 const TEMPLATE_LOCK_KEY = 7_406_110_002;
 
+/** The URL of the server's `postgres` database, for creating test databases. */
 export function adminUrl(): string {
   if (process.env.DATABASE_ADMIN_URL) return process.env.DATABASE_ADMIN_URL;
   // The same server as DATABASE_URL (the one scripts/test.sh made sure is running), database postgres.

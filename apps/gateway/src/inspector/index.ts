@@ -183,6 +183,7 @@ function secure(reply: FastifyReply): FastifyReply {
     .header('cache-control', 'no-store');
 }
 
+/** Registers the inspector page, its assets and its JSON routes (operator only). */
 export async function inspectorPlugin(app: FastifyInstance): Promise<void> {
   const deps = app.deps;
   const html = asset('inspector.html');

@@ -147,6 +147,7 @@ export interface Inspection {
   series: GaugePoint[];
 }
 
+/** Everything the inspector shows of one session: log, compactions, steps and the gauge series. */
 export async function inspectSession(deps: AppDeps, session: OperatorSession): Promise<Inspection> {
   const [log, records, steps, state] = await Promise.all([
     loadHistory(deps.db, session.tenantId, session.id, { includeReverted: true }),

@@ -18,6 +18,7 @@ import { HttpError, notFound } from './http-error.ts';
 //    cancels its BullMQ job, which aborts the model stream and the tool calls at once; that step
 //    ends the turn itself (text streamed so far kept), within milliseconds.
 
+/** Records an abort of a session and its running children, enqueues their abort steps, broadcasts. */
 export async function abortSession(
   deps: AppDeps,
   log: FastifyBaseLogger,

@@ -38,6 +38,7 @@ function setBounded<V>(map: Map<string, V>, key: string, value: V, max: number):
   map.set(key, value);
 }
 
+/** Creates the per-process guard against repeated bad API keys (see the file header). */
 export function authGuard(opts: AuthGuardOptions): AuthGuard {
   const max = opts.maxEntries ?? 10_000;
   const failures = new Map<string, { count: number; windowEnd: number }>();

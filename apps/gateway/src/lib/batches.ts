@@ -88,6 +88,7 @@ function badLine(line: number, message: string, issues: { path: string; message:
   return new HttpError('validation_error', `Invalid JSONL: ${message}`, { in: 'body', line, issues });
 }
 
+/** The 400 for a batch over its conversation limit. */
 export function tooMany(max: number, what = ''): HttpError {
   return new HttpError(
     'validation_error',
@@ -102,6 +103,7 @@ export function tooMany(max: number, what = ''): HttpError {
 const toMessages = (c: BatchConversation): BatchMessage[] =>
   c.messages.map((m) => (typeof m === 'string' ? { text: m } : { text: m.text }));
 
+/** Creates a batch and its items, then adds its BullMQ flow (the batch is cancelled if that fails). */
 export async function submitBatch(
   deps: AppDeps,
   log: FastifyBaseLogger,
@@ -143,6 +145,7 @@ export async function submitBatch(
   return batchView(deps, batch);
 }
 
+/** The API view of a batch, with its item counts. */
 export async function batchView(deps: AppDeps, batch: BatchInfo): Promise<BatchView> {
   return {
     id: batch.id,

@@ -45,6 +45,7 @@ export interface SessionContextState {
   estimates: StepEstimateView[];
 }
 
+/** The context-management state of a session as GET …/context shows it. */
 export async function contextState(
   deps: AppDeps,
   session: SessionInfo,

@@ -25,16 +25,19 @@ const DEFAULT_PROVIDERS: Providers = new Map<string, Provider>([
   ['compatible', { name: 'compatible', baseURL: 'http://unset.invalid/v1', api: 'chat' }],
 ]);
 
+/** The egress policy of a purpose; none configured: deny private addresses. */
 export function policyFor(deps: AppDeps, purpose: EgressPurpose): EgressPolicy {
   return deps.egress?.policies?.[purpose] ?? DENY_PRIVATE;
 }
 
+/** The operator's model providers, or the built-in defaults. */
 export function providersOf(deps: AppDeps): Providers {
   return deps.egress?.providers ?? DEFAULT_PROVIDERS;
 }
 
 export type Issue = { path: string; message: string };
 
+/** A 400 validation_error carrying the issues found. */
 export function invalid(issues: Issue[]): HttpError {
   return new HttpError('validation_error', issues.map((i) => i.message).join('; '), { issues });
 }

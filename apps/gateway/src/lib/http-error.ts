@@ -38,6 +38,7 @@ export class HttpError extends Error {
   }
 }
 
+/** A 404 naming what was not found. */
 export const notFound = (what: string, id: string): HttpError =>
   new HttpError('not_found', `${what} ${JSON.stringify(id)} not found`);
 

@@ -11,6 +11,7 @@ import { loadSession } from './sessions.ts';
 // accepting it would only end the turn in an error later. Small messages (the common case) are
 // not measured and cost no extra read.
 
+/** Throws 413 input_too_large for user input the agent's model could never read whole. */
 export async function refuseOversizedInput(
   deps: AppDeps,
   tenantId: string,

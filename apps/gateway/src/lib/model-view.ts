@@ -31,6 +31,7 @@ export interface ModelInput {
   overhead: number;
 }
 
+/** What the next model call of a session is built from, as the worker's step builds it. */
 export async function modelInput(deps: AppDeps, session: SessionInfo): Promise<ModelInput> {
   const history = await loadHistory(deps.db, session.tenantId, session.id, { fromSeq: session.boundarySeq });
   const agent = session.agent;

@@ -15,24 +15,13 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { AppDeps } from '../plugins/deps.ts';
 import { HttpError, notFound } from './http-error.ts';
 
-// Revert (docs/context.md §7) in one transaction under the session row lock:
-//
-// 1. Lock the session row (lockSession). Appends, status changes and the worker's fenced writes
-//    wait for it, so the status read here still holds at commit: a message posted meanwhile is
-//    appended after the revert, never before it.
-// 2. Refuse with 409 session_busy unless the session is idle or error; 404 for a message that is
-//    not in this session (another tenant's or session's id is unknown here); 409 conflict for a
-//    message an earlier revert already hid.
-// 3. Plan over the whole non-reverted log (core's planRevert: the revert point, widened so no
-//    compaction point is split) and mark every row from `fromSeq` on `reverted` (rows are kept).
-// 4. Store the new boundary pointer (findBoundarySeq of what stays: compactions after the revert
-//    point stop being boundaries), drop a lastUsage that belongs to a hidden message, and turn an
-//    `error` status into `idle` (the log no longer ends in that failure).
-// 5. Take a new fencing token: a job that began before the revert (an idle prune, a background
-//    compaction) fails its next write with StaleFenceError instead of writing on hidden history.
-//
-// After commit: one `session.reverted` event (and `session.status` when the status changed).
-// New input after a revert appends after it; the reverted rows stay reverted.
+// Revert (docs/context.md §7) in one transaction under the session row lock, so appends, status
+// changes and fenced writes wait and the status read here holds at commit. Refused (409) unless
+// idle or error, 404 for a message not in this session, 409 for one an earlier revert hid. Marks
+// every row from planRevert's `fromSeq` reverted, stores the new boundary, drops a lastUsage of a
+// hidden message, turns `error` into `idle`, and takes a new fence so a job begun before the
+// revert (idle prune, background compaction) fails with StaleFenceError instead of writing on
+// hidden history. After commit: `session.reverted` (and `session.status` when it changed).
 
 /** Statuses in which a revert is allowed: nothing runs, nothing is queued. */
 export const REVERTIBLE_STATUSES: readonly SessionStatus[] = ['idle', 'error'];
@@ -44,6 +33,7 @@ export interface RevertResult {
   session: SessionInfo;
 }
 
+/** Reverts a session to before a message (the steps in the file header). */
 export async function revertSession(
   deps: AppDeps,
   log: FastifyBaseLogger,

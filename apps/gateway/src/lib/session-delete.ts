@@ -52,6 +52,7 @@ async function removeJobs(deps: AppDeps, log: FastifyBaseLogger, sessionId: stri
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Deletes a session and its children: PostgreSQL first, then their Redis streams and jobs. */
 export async function deleteSession(
   deps: AppDeps,
   log: FastifyBaseLogger,

@@ -11,6 +11,7 @@ import { pendingToolCalls } from './pending.ts';
 // (another tenant's id is exactly as unknown as a made-up one), the resolved agent config, the
 // tool-existence check and the session view with its token gauge.
 
+/** The tenant's session, or 404. */
 export async function loadSession(deps: AppDeps, tenantId: string, sessionId: string): Promise<SessionInfo> {
   // Ids Loopline never hands out cannot exist: answer 404 without asking PostgreSQL.
   const session = ID_PATTERN.test(sessionId) ? await getSession(deps.db, tenantId, sessionId) : undefined;
@@ -18,6 +19,7 @@ export async function loadSession(deps: AppDeps, tenantId: string, sessionId: st
   return session;
 }
 
+/** Whether a name fits the agent/tool/webhook name pattern. */
 export const isValidName = (name: string): boolean => NAME_PATTERN.test(name);
 
 /** Tools named in an agent config must exist for the tenant or be built in; else a 400 naming them. */

@@ -21,6 +21,7 @@ export interface StreamLimiter {
   open(): number;
 }
 
+/** Creates the per-process counter of open streams per key and per tenant. */
 export function streamLimiter(limits: StreamLimits): StreamLimiter {
   const byKey = new Map<string, number>();
   const byTenant = new Map<string, number>();

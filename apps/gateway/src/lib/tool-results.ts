@@ -13,9 +13,9 @@ import { HttpError, notFound } from './http-error.ts';
 // 1. 409 session_not_waiting unless the session is waiting; then 404 for a call id that is no
 //    tool call of this session (another tenant's or session's id is just as unknown), 409
 //    tool_call_answered for a call that already has a result (answered, timed out, aborted).
-// 2. Each call is closed (completed with its output, truncated at ingest like a webhook's, or
-//    error: db writeLateToolResult, the worker's write of a late result too), a new fencing token is taken — a runner still holding the old one (the step that just
-//    set `waiting`) can no longer write — and the session is queued again.
+// 2. Each call is closed (completed, truncated at ingest like a webhook's, or error) by db
+//    writeLateToolResult, the worker's one write of a late result too; a new fence is taken, so
+//    the step that just set `waiting` can no longer write, and the session is queued again.
 // 3. After commit: a step job (reason tool-results, one per fence) continues the loop; then the
 //    events. If Redis refuses the job, 503: the results are stored, and the next wake (a message,
 //    the call's timeout job) continues.
@@ -25,6 +25,7 @@ export interface ToolResultsOutcome {
   session: { id: string; status: 'queued' };
 }
 
+/** Writes client tool results and wakes the session (the steps in the file header). */
 export async function submitToolResults(
   deps: AppDeps,
   log: FastifyBaseLogger,

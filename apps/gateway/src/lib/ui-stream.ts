@@ -24,6 +24,7 @@ interface TextState {
   ended: boolean;
 }
 
+/** Creates a translator from session events to AI SDK UI message stream chunks. */
 export function createUIStreamTranslator(opts: { clientTools: ReadonlySet<string> }): UIStreamTranslator {
   const steps = new Map<string, { open: boolean }>();
   /** User messages and summaries of the turn: their parts are not the reply. */

@@ -21,6 +21,7 @@ export interface FinishedTurn {
   text: string | null;
 }
 
+/** Polls until the turn answering a message is over or the wait runs out (`Prefer: wait=N`). */
 export async function waitForTurn(
   deps: AppDeps,
   tenantId: string,

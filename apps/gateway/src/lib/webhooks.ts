@@ -6,6 +6,7 @@ import { checkWebhook, invalid } from './egress.ts';
 // Signing secrets and URL checks of event webhooks (routes/webhooks.ts): the same door checks
 // and the same secret box (LOOPLINE_SECRETS_KEY) as webhook tools (lib/egress.ts).
 
+/** A new random webhook signing secret. */
 export const newWebhookSecret = (): string => generateWebhookSecret();
 
 /** The secret sealed for storage; without a secrets key a subscription cannot be signed: 400. */

@@ -17,6 +17,7 @@ export interface BullBoardOptions {
   sessionMs?: number | undefined;
 }
 
+/** Serves Bull Board for the given queues under its base path. */
 export const bullBoardPlugin: FastifyPluginAsync<BullBoardOptions> = async (app, opts) => {
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(opts.basePath);

@@ -31,6 +31,7 @@ export function parseCorsOrigins(value: string | undefined): string[] {
     .filter((s) => s.length > 0);
 }
 
+/** Registers CORS for the configured origins; none: no CORS headers. */
 export async function registerCors(
   app: FastifyInstance,
   origins: readonly string[] | undefined,

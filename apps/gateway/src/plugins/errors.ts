@@ -56,6 +56,7 @@ const STATUS_CODES: Record<number, string> = {
   431: 'headers_too_large',
 };
 
+/** Maps any thrown error to the status, code and message the API answers. */
 export function toProblem(err: unknown): Problem {
   if (err instanceof HttpError) {
     return {
@@ -97,6 +98,7 @@ export function toProblem(err: unknown): Problem {
   return { status: 500, code: 'internal_error', message: 'Internal server error' };
 }
 
+/** Sends a problem as the `{ error }` body. */
 export function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {
   const error: Record<string, unknown> = { code: p.code, message: p.message };
   if (p.details !== undefined) error.details = p.details;
@@ -117,6 +119,7 @@ function logContext(request: FastifyRequest): Record<string, unknown> {
   };
 }
 
+/** Installs the error and not-found handlers. */
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err, request, reply) => {
     const problem = toProblem(err);

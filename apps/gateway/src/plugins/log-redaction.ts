@@ -19,6 +19,7 @@ function serializeRequest(request: FastifyRequest): Serialized {
   };
 }
 
+/** pino's error serializer with URLs and secrets redacted from message and stack. */
 export function serializeError(err: unknown): Serialized {
   const out = stdSerializers.err(err as Error) as unknown as Serialized;
   if (typeof out.message === 'string') out.message = redactText(out.message);

@@ -47,6 +47,7 @@ export function verifyOperatorSession(operatorToken: string, value: string, now 
   return Number.isFinite(expiresAt) && expiresAt > now;
 }
 
+/** The value of one cookie in a Cookie header. */
 export function readCookie(header: string | undefined, name: string): string | undefined {
   if (!header) return undefined;
   for (const pair of header.split(';')) {

@@ -30,6 +30,7 @@ import { ID_PATTERN, withErrors } from '../schemas/shared.ts';
 
 const operator = { tags: ['admin'], security: [{ operator: [] }] };
 
+/** Operator routes: tenants and their API keys. */
 export const adminRoutes: FastifyPluginAsyncZod = async (app) => {
   const { db } = app.deps;
 

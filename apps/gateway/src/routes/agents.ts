@@ -63,6 +63,7 @@ function opens(box: SecretBox, sealed: string, aad: string): boolean {
   }
 }
 
+/** Agent configs: PUT /agents/:name here; GET, list and DELETE from lib/named-configs.ts. */
 export const agentRoutes: FastifyPluginAsyncZod = async (app) => {
   const deps = app.deps;
 

@@ -24,6 +24,7 @@ import { ErrorResponse, ID_PATTERN, withErrors } from '../schemas/shared.ts';
 const tags = ['batches'];
 const JSONL = 'application/x-ndjson';
 
+/** Batches: create, read, results, cancel. */
 export const batchRoutes: FastifyPluginAsyncZod = async (app) => {
   const deps = app.deps;
   const maxConversations = deps.batches?.maxConversations ?? DEFAULT_MAX_CONVERSATIONS;

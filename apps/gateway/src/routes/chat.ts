@@ -17,21 +17,13 @@ import { tenantOf } from '../plugins/auth.ts';
 import { ChatBody, ChatParam, UIMessageStream } from '../schemas/chat.ts';
 import { withErrors } from '../schemas/shared.ts';
 
-// AI SDK UI (useChat) over a durable session. The chat id is the session id:
-//
-//   useChat({ id: sessionId, resume: true, transport: new DefaultChatTransport({
-//     api: `${base}/v1/chat`, headers: { authorization: `Bearer ${key}` } }) })
-//
-// POST /v1/chat reads the last UI message: a user message is appended (idempotent by its UI
-// message id: a retried request appends nothing) and the turn streams; an assistant message
-// carries the results of client tool calls (addToolResult), which are submitted and the
-// continuation streams. GET /v1/chat/:id/stream (useChat's resume) replays the running turn from
-// its start, or answers 204 when no turn runs. The stream is the session's event stream from the
-// turn's start, translated (lib/ui-stream.ts); it ends when the session is idle, fails, or waits
-// for client tool results. Closing it never stops the turn: the session runs on, and a resume
-// reattaches. Streams read through the process's one event hub (lib/streams.ts: two Redis
-// connections however many SSE and chat streams are open), and count against the same per-key and
-// per-tenant caps as the SSE streams (GatewayDeps.sse: 429 past the cap).
+// AI SDK UI (useChat) over a durable session; the chat id is the session id. POST /v1/chat reads
+// the last UI message: a user message is appended (idempotent by its UI id) and the turn streams;
+// an assistant message carries client tool results (addToolResult), submitted before the
+// continuation streams. GET /v1/chat/:id/stream (resume) replays the running turn or answers 204.
+// The stream is the session's event stream from the turn's start, translated (lib/ui-stream.ts),
+// read through the process's one event hub and capped like SSE (429); closing it never stops the
+// turn. Client setup: README.md (useChat).
 
 const HEARTBEAT_MS = 15_000;
 const UI_STREAM_HEADERS = {
@@ -124,6 +116,7 @@ export interface ChatRoutesOptions {
   streams: SessionStreams;
 }
 
+/** POST /v1/chat and GET /v1/chat/:id/stream (AI SDK UI). */
 export const chatRoutes: FastifyPluginAsyncZod<ChatRoutesOptions> = async (app, opts) => {
   const deps = app.deps;
   const { hub, limits, open } = opts.streams;

@@ -17,6 +17,7 @@ import { IdParam, withErrors } from '../schemas/shared.ts';
 const refuseWhileCompacting = (status: string) =>
   status === 'compacting' ? new HttpError('conflict', 'The session is already compacting') : undefined;
 
+/** POST /sessions/:id/compact: a compaction on request. */
 export const compactRoutes: FastifyPluginAsyncZod = async (app) => {
   const deps = app.deps;
 

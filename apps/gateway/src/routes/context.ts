@@ -11,6 +11,7 @@ import { IdParam, withErrors } from '../schemas/shared.ts';
 
 const tags = ['sessions'];
 
+/** GET /sessions/:id/context and POST /sessions/:id/revert. */
 export const contextRoutes: FastifyPluginAsyncZod = async (app) => {
   const deps = app.deps;
 

@@ -17,11 +17,8 @@ import { IdParam, withErrors } from '../schemas/shared.ts';
 // misses nothing (the stream keeps about the last 10,000 events for 7 days). `?after=$` starts at
 // the newest event instead (resolved to a concrete id, so reconnects stay exact).
 //
-// Clients share the process's event hub (packages/queue/src/event-hub.ts): two Redis connections
-// per gateway process however many streams are open; each stream is woken by the hub and reads
-// from its own cursor. Open streams are capped per API key and per tenant (GatewayDeps.sse; 429
-// past it) and counted in `loopline_sse_streams_open`; a stream is counted in the HTTP metrics
-// when it ends (its lifetime) and in `loopline_sse_streams_total{outcome}`.
+// Streams read through the process's one event hub (packages/queue/src/event-hub.ts), are capped
+// per API key and per tenant (GatewayDeps.sse: 429 past it), and counted in the SSE metrics.
 
 const STREAM_ID = /^\d{1,20}(-\d{1,20})?$/;
 
@@ -82,6 +79,7 @@ function waiter() {
   };
 }
 
+/** GET /sessions/:id/events: the session's events over SSE. */
 export const eventRoutes: FastifyPluginAsyncZod<EventRoutesOptions> = async (app, opts) => {
   const deps = app.deps;
   const heartbeatMs = opts.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;

@@ -19,6 +19,7 @@ async function within<T>(ms: number, work: Promise<T>): Promise<boolean> {
   }
 }
 
+/** GET /healthz (alive) and GET /readyz (Redis and PostgreSQL answer). */
 export const healthRoutes: FastifyPluginAsyncZod = async (app) => {
   const { db, redis } = app.deps;
 

@@ -10,6 +10,7 @@ import { IdParam, withErrors } from '../schemas/shared.ts';
 
 const tags = ['sessions'];
 
+/** POST /sessions/:id/abort and /sessions/:id/tool-results. */
 export const sessionControlRoutes: FastifyPluginAsyncZod = async (app) => {
   const deps = app.deps;
 

@@ -20,6 +20,7 @@ import { IdParam, withErrors } from '../schemas/shared.ts';
 
 const tags = ['sessions'];
 
+/** The list view of a session. */
 export function summary(s: SessionInfo): SessionSummary {
   return {
     id: s.id,
@@ -63,6 +64,7 @@ function decodeCursor(text: string | undefined): SessionCursor | undefined {
   });
 }
 
+/** GET /sessions (list), GET /sessions/:id/children, DELETE /sessions/:id. */
 export const sessionListRoutes: FastifyPluginAsyncZod = async (app) => {
   const deps = app.deps;
 

@@ -12,6 +12,7 @@ import { IdParam, withErrors } from '../schemas/shared.ts';
 
 const tags = ['sessions'];
 
+/** POST /sessions (create) and GET /sessions/:id (status and gauge). */
 export const sessionRoutes: FastifyPluginAsyncZod = async (app) => {
   const deps = app.deps;
 

@@ -14,6 +14,7 @@ import { PutToolBody, PutToolView, ToolList, ToolView } from '../schemas/tools.t
 
 const tags = ['tools'];
 
+/** Tool configs: PUT /tools/:name here; GET, list and DELETE from lib/named-configs.ts. */
 export const toolRoutes: FastifyPluginAsyncZod = async (app) => {
   const deps = app.deps;
 

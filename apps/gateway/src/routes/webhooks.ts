@@ -60,6 +60,7 @@ const deliveryView = (d: WebhookDelivery) => ({
 /** Subscriptions per tenant. */
 export const MAX_WEBHOOK_SUBSCRIPTIONS = 20;
 
+/** Event webhook subscriptions and their deliveries. */
 export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
   const deps = app.deps;
 

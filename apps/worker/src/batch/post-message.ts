@@ -17,10 +17,12 @@ import type { Jobs, Resources, Tokens } from '../deps.ts';
 
 class NotPosted extends Error {}
 
+/** The id of a batch session's n-th message, derived so a retried post finds it. */
 export function batchMessageId(sessionId: string, n: number): string {
   return derivedId('msg', sessionId, `b${n}`);
 }
 
+/** Posts a batch item's next message and wakes its session; false when the session was not idle. */
 export async function postBatchMessage(
   deps: Resources & Tokens,
   item: BatchItemInfo,

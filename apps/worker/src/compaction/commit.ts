@@ -46,6 +46,7 @@ export interface CommitInput {
   model: string;
 }
 
+/** Commits a finished compaction in one fenced transaction; returns what the loop does next. */
 export async function commitCompaction(writer: SessionWriter, input: CommitInput): Promise<NextMove> {
   const { ctx, range, opened, result } = input;
   const { tenantId, sessionId } = writer.ctx;

@@ -45,6 +45,7 @@ export const MAX_CHUNKS = 12;
 /** Below this chunk size a summary says little more than the structural one. */
 export const MIN_CHUNK_TOKENS = 256;
 
+/** Summarises a head with the LLM rungs (whole, or chunked then merged). */
 export async function summarizeHead(
   deps: Models & Store & Tokens & Metered & Hooks,
   input: HeadSummaryInput,

@@ -60,6 +60,7 @@ export interface LadderResult {
   requests: number;
 }
 
+/** Climbs the compaction ladder until a rung gives a summary that helps. */
 export async function runLadder(
   deps: Models & Store & Tokens & Metered & Hooks,
   input: LadderInput,

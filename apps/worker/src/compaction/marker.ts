@@ -16,6 +16,7 @@ export interface MarkerPart {
   instructions?: string;
 }
 
+/** Appends the compaction marker message; the session turns `compacting`. */
 export async function appendCompactionMarker(writer: SessionWriter, agentName: string, part: MarkerPart) {
   const { tenantId, sessionId } = writer.ctx;
   const tokens = writer.deps.tokenizer.count(COMPACTION_QUESTION);

@@ -44,6 +44,7 @@ export interface NoopInput {
   job: { id: string; attempt: number };
 }
 
+/** Records a compaction that cannot help and changes nothing else. */
 export async function commitNoop(writer: SessionWriter, input: NoopInput): Promise<NextMove> {
   const { ctx, range } = input;
   const { tenantId, sessionId, fence } = writer.ctx;

@@ -22,6 +22,7 @@ export interface PruneResult {
   tokens: number;
 }
 
+/** Plans a prune over the model view and marks the chosen outputs cleared in one fenced write. */
 export async function prunePass(
   deps: Flags,
   writer: SessionWriter,

@@ -45,6 +45,7 @@ export interface RunCompactionInput {
   log: Logger;
 }
 
+/** Runs one compaction point under the caller's lease; `aborted` when an abort stopped it. */
 export async function runCompaction(
   deps: Models & Store & Jobs & Tokens & Metered & Hooks & CacheDeps,
   writer: SessionWriter,

@@ -62,6 +62,7 @@ export interface SummarizeInput {
 export const SUMMARY_ATTEMPTS = 3;
 const MAX_BACKOFF_MS = 5_000;
 
+/** Makes one summary request of the compaction agent; never throws for a provider failure. */
 export async function summarize(
   deps: Models & Store & Tokens & Metered & Hooks,
   input: SummarizeInput,

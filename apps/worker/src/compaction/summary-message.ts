@@ -23,6 +23,7 @@ import type { SessionWriter } from '../session-writer.ts';
 /** Agent name written on summary messages: the hidden compaction agent. */
 export const COMPACTION_AGENT = 'compaction';
 
+/** The summary message's id, derived from its compaction part so a retry reopens the same one. */
 export function summaryMessageId(partId: string): string {
   return derivedId('msg', partId, 'summary');
 }
@@ -98,10 +99,8 @@ export async function openSummary(writer: SessionWriter, input: OpenSummaryInput
 }
 
 /**
- * Retires text parts of the summary message: all live ones, or only `only`. A retired part is
- * `ignored`, counts 0 tokens and keeps no text: a failed attempt, a rung whose summary was not
- * used, or an earlier run's leftovers leave an empty marker in the log (the part ids the live
- * view already saw), never their words, and never reach the model.
+ * Retires text parts of the summary message (all live ones, or `only`): ignored, 0 tokens, no text,
+ * so a failed attempt or an unused rung leaves an empty marker and never reaches the model.
  */
 export async function ignoreSummaryParts(
   writer: SessionWriter,
@@ -130,11 +129,8 @@ export async function ignoreSummaryParts(
 }
 
 /**
- * Closes a run that will not finish (POST …/abort stopped its model call): the summary message
- * gets `error` and no `finish`, so it is no boundary; whatever text streamed into it is marked
- * `ignored` (no half summary ever reaches the model); the compaction record ends `failed` and the
- * ledger row `aborted`, both with `error`. The compaction point stays pending: the next run of
- * the loop (a new user message) runs it again, reusing this message.
+ * Closes a run an abort stopped: the summary gets `error` (no boundary) and its text is ignored,
+ * the record ends `failed`, the ledger row `aborted`; the point stays pending for the next run.
  */
 export async function abandonSummary(
   writer: SessionWriter,

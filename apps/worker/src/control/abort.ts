@@ -35,22 +35,15 @@ import type { SessionWriter } from '../session-writer.ts';
 import { interruptTool } from '../step/recover.ts';
 import { notifyParent } from './notify.ts';
 
-// Abort (POST /v1/sessions/:id/abort), worker side.
-//
-// 1. Durable first: the gateway records `abort_requested_seq` on the session and enqueues an
-//    `abort` step job before it broadcasts. Whatever happens to the broadcast, the next step job
-//    of the session (that one, or any other) finds the request and ends the turn.
-// 2. Fast path: every worker process subscribes to the abort channel and keeps, per session, the
-//    cancel function of the step job it runs (`SessionJobs`). A broadcast cancels that BullMQ job:
-//    its AbortSignal — combined with the lease's in withSessionLease — stops the model stream and
-//    the webhook calls at once; the step then ends the turn itself, under its own fence, keeping
-//    the text streamed so far. A summary compaction job is tracked the same way (worker.ts): its
-//    model call stops, the run is closed without a summary (compaction/run.ts) and it ends the turn.
-// 3. Ending the turn (`endAbortedTurn`, one fenced transaction): an unfinished reply gets
-//    AbortedError, running tools become interrupted, deferred calls (subagents, client tools) are
-//    interrupted too and their child sessions aborted; if no user message arrived after the
-//    request, the turn is closed with an aborted reply (an empty marker when nothing was in
-//    flight) so decide() exits, and the session goes idle. The request is cleared.
+// Abort (POST /v1/sessions/:id/abort), worker side. Durable first: the gateway records
+// `abort_requested_seq` and enqueues an `abort` step before it broadcasts, so the session's next
+// step job ends the turn whatever happens to the broadcast. Fast path: each process keeps the
+// cancel function of the step (or summary compaction) job it runs per session (SessionJobs); a
+// broadcast cancels it, which stops the model stream and webhook calls, and the job ends the turn
+// under its own fence. endAbortedTurn (one fenced transaction): the unfinished reply gets
+// AbortedError, running and deferred calls become interrupted (child sessions aborted), an
+// aborted reply closes the turn unless a user message came after the request, and the session
+// goes idle with the request cleared.
 
 /** The step jobs this process runs, by session: what a broadcast cancels. */
 export class SessionJobs {

@@ -12,6 +12,7 @@ import type { Jobs } from '../deps.ts';
 // parent re-reads the child from PostgreSQL, and also checks its children on every step it runs,
 // so a notification lost in a crash is healed by the parent's next wake.
 
+/** Enqueues the parent's `child-done` step when a child session stops. */
 export async function notifyParent(
   deps: Jobs,
   child: Pick<SessionInfo, 'id' | 'tenantId' | 'parentSessionId' | 'stepCount'>,

@@ -13,6 +13,7 @@ import { settleDeferred } from './waits.ts';
 // call) are written. Returns the context to decide on, or
 // undefined when the step is over.
 
+/** Applies session control before decide(): orphaned children, a recorded abort, known deferred results. */
 export async function applySessionControl(
   deps: Resources & Tokens & Metered & CacheDeps,
   writer: SessionWriter,

@@ -31,6 +31,7 @@ export interface Admission {
   settle(outcome: CallOutcome): Promise<void>;
 }
 
+/** Admits a model call past the batch, token budget and tenant slot checks, or delays the step. */
 export async function admitModelCall(
   deps: Resources & FairnessDeps,
   job: Job,

@@ -12,6 +12,7 @@ import { promoteDelayed, releaseTenantSlot } from './slots.ts';
 // Both are best effort: a slot not released expires with its lease, an item not woken looks again
 // after its poll interval.
 
+/** What follows a run's end: the tenant slot released and a waiting batch item woken. */
 export async function runStopped(
   deps: Bus & Jobs & Log,
   ctx: { tenantId: string; sessionId: string },

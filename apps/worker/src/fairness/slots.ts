@@ -8,6 +8,7 @@ import type { Bus, Jobs } from '../deps.ts';
 
 const MAX_WAKE_TRIES = 3;
 
+/** Releases the session's tenant slot and promotes the longest waiter's delayed step. */
 export async function releaseTenantSlot(
   deps: Bus & Jobs,
   tenantId: string,

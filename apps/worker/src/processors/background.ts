@@ -14,6 +14,7 @@ import { loadContext } from '../session-context.ts';
 // above the threshold; the compaction itself (marker with `background: true`) appends nothing and
 // leaves the session idle. A retry after a crash finishes the marker an earlier run wrote.
 
+/** The background compaction job of an idle session. */
 export async function processBackground(
   deps: Resources & Models & Tokens & Metered & Hooks & Flags & LeaseTimings & CacheDeps,
   job: Job<BackgroundCompactJob>,

@@ -20,6 +20,7 @@ import { fairnessOf, jittered } from '../fairness/options.ts';
 
 const STOPPED = new Set(['idle', 'error']);
 
+/** One run of a batch item: post, wait or finish, re-derived from PostgreSQL. */
 export async function processBatchItem(
   deps: Resources & Tokens & FairnessDeps,
   job: Job<BatchItemJob>,

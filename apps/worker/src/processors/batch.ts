@@ -11,6 +11,7 @@ import { queueWebhookJobs } from '../webhooks/outbox.ts';
 // `completed` (a cancelled one keeps its status); an item whose job failed is marked failed. The
 // `batch.completed` webhook event is recorded in the same transaction (the outbox).
 
+/** The parent job of a batch flow: completes the batch once every item finished. */
 export async function processBatch(deps: Store & Jobs & Log & Hooks, job: Job<BatchJob>): Promise<void> {
   const { tenantId, batchId } = job.data;
   const traceparent = currentTraceparent();

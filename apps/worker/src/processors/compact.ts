@@ -14,6 +14,7 @@ import { failSession } from '../session-status.ts';
 // abort rule: POST …/abort stops the summary's model call (run.ts), then this job ends the turn
 // itself, under its own fence, like a step would (the session goes idle; the job completes).
 
+/** The compaction job: one compaction point under the session lease. */
 export async function processCompact(
   deps: Resources & Models & Tokens & Metered & Hooks & LeaseTimings & CacheDeps,
   job: Job<CompactJob>,

@@ -23,6 +23,7 @@ import type { SessionWriter } from '../session-writer.ts';
 //   An abort recorded meanwhile (POST …/abort does not cancel a prune job: it makes no model call)
 //   ends the turn here instead: no compaction point is set for a turn that was stopped.
 
+/** The prune job (idle or compact purpose) under the session lease. */
 export async function processPrune(
   deps: Resources & Tokens & Metered & Hooks & Flags & LeaseTimings & CacheDeps,
   job: Job<PruneJob>,
@@ -117,6 +118,7 @@ async function compactIfNeeded(
   await enqueueCompact(deps, tenantId, sessionId, marker.info.id, fence);
 }
 
+/** Adds the compaction job of a compaction point. */
 export async function enqueueCompact(
   deps: Jobs,
   tenantId: string,

@@ -57,6 +57,7 @@ export async function enqueueTitle(deps: Jobs & Titles, session: SessionInfo, lo
   }
 }
 
+/** The title job: a short title for the session's first message, written while none is set. */
 export async function processTitle(
   deps: Models & Store & Bus & Log & Tokens & Metered & FairnessDeps,
   job: Job<TitleJob>,

@@ -12,6 +12,7 @@ import { openWebhookSecret, postEvent, signedHeaders } from '../webhooks/send.ts
 // last failure marks the delivery `failed`. Runs on its own queue: a dead endpoint holds only
 // webhook workers, never the loop.
 
+/** One delivery attempt of an event webhook; throws so BullMQ retries a failure. */
 export async function processWebhook(
   deps: Store & Log & Metered & Pick<WorkerDeps, 'egress' | 'secrets'>,
   job: Job<WebhookJob>,

@@ -9,6 +9,7 @@ import type { ToolResult } from './webhook.ts';
 /** The definition lives in core, so the gateway's request overhead counts the same tool. */
 export { READ_OUTPUT_TOOL };
 
+/** The built-in read_output tool: a slice or search of a stored full tool output. */
 export async function readOutput(
   deps: Store,
   ctx: { tenantId: string; sessionId: string },

@@ -13,7 +13,7 @@ import { saveToolOutput, type Trx, updatePart } from '@loopline/db';
 import { sessionAttributes, withSpan } from '@loopline/telemetry';
 import { SpanStatusCode } from '@opentelemetry/api';
 import type { Logger } from 'pino';
-import type { WorkerDeps } from '../deps.ts';
+import type { Hooks, Metered, Resources, Tokens, WorkerDeps } from '../deps.ts';
 import { resolveAgent } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import { deferCall } from './deferred.ts';
@@ -24,8 +24,12 @@ import { callWebhook, type ToolResult } from './webhook.ts';
 // turns it into "interrupted", never into a second execution) and its result is written as soon
 // as it is known; large outputs are truncated at ingest with the full text kept for read_output.
 
+/** What running a step's tools uses: resources, the tokenizer, egress and secrets, metrics, racepoints. */
+export type ToolRunDeps = Resources & Tokens & Pick<WorkerDeps, 'egress' | 'secrets'> & Metered & Hooks;
+
+/** Runs a step's pending tool calls; returns the deferred last result when `deferLast`. */
 export async function runTools(
-  deps: WorkerDeps,
+  deps: ToolRunDeps,
   writer: SessionWriter,
   agent: AgentConfig,
   calls: ToolPart[],
@@ -88,7 +92,7 @@ export async function writeToolResult(
 }
 
 async function runOne(
-  deps: WorkerDeps,
+  deps: ToolRunDeps,
   writer: SessionWriter,
   agent: AgentConfig,
   call: ToolPart,

@@ -16,6 +16,7 @@ export interface ToolResult {
   metadata?: Record<string, unknown>;
 }
 
+/** Calls a webhook tool through the egress gate, signed when the tool has a secret. */
 export async function callWebhook(
   deps: Pick<WorkerDeps, 'db' | 'egress' | 'secrets' | 'logger'>,
   tool: Extract<ToolConfig, { kind: 'webhook' }>,

@@ -31,10 +31,8 @@ export async function queueWebhookJobs(deps: Deps, deliveries: readonly PendingD
 export const DELIVERY_GRACE_MS = 10_000;
 
 /**
- * Re-adds the job of every pending delivery older than `graceMs` whose job Redis does not have
- * (state unknown). A job that ended while its delivery is still pending (a worker that died on
- * its last attempt) gets a fresh job id, since re-adding a kept job id is a no-op. Returns the
- * deliveries healed.
+ * Re-adds the job of every pending delivery older than `graceMs` that Redis lacks (a fresh id when
+ * its job ended with the delivery still pending); returns the deliveries healed.
  */
 export async function healWebhookDeliveries(
   deps: Pick<WorkerDeps, 'db' | 'queues' | 'logger'>,

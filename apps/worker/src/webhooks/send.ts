@@ -22,10 +22,12 @@ export function openWebhookSecret(
   return deps.secrets.open(sealed, webhookSecretAad(tenantId, name));
 }
 
+/** The Standard Webhooks signature headers of a body. */
 export function signedHeaders(secret: string, eventId: string, body: string): Record<string, string> {
   return { ...signWebhook(secret, eventId, body) };
 }
 
+/** POSTs an event body through the webhook egress gate. */
 export async function postEvent(
   deps: Pick<WorkerDeps, 'egress'>,
   url: string,

@@ -1,3 +1,5 @@
+// Tool configs a tenant stores (webhook tools) and the built-in tool names.
+
 import { z } from 'zod';
 
 /** JSON Schema of a tool's input (an object schema). */
@@ -43,9 +45,7 @@ export type ToolConfig = z.infer<typeof ToolConfig>;
 export type ToolConfigInput = z.input<typeof ToolConfig>;
 
 /**
- * Built-in tool names: no PUT /v1/tools needed, and a tenant tool of the same name is ignored.
- * `read_output` is offered when the model view holds a truncated output (or the agent lists it;
- * never to a model without tools); `task` (start a subagent, session/task.ts) only to agents
- * that list it in `tools`.
+ * Built-in tools (a tenant tool of the same name is ignored): `read_output` when the view holds a
+ * truncated output or the agent lists it; `task` (a subagent, session/task.ts) only when listed.
  */
 export const BUILTIN_TOOLS = ['read_output', 'task'] as const;

@@ -1,3 +1,5 @@
+// Token usage of one model request, normalised across providers, and its arithmetic.
+
 import { z } from 'zod';
 
 /**
@@ -13,6 +15,7 @@ export const Usage = z.object({
 });
 export type Usage = z.infer<typeof Usage>;
 
+/** A usage of zero tokens. */
 export const emptyUsage = (): Usage => ({
   input: 0,
   output: 0,
@@ -21,6 +24,7 @@ export const emptyUsage = (): Usage => ({
   total: 0,
 });
 
+/** The sum of two usages. */
 export function addUsage(a: Usage, b: Usage): Usage {
   return {
     input: a.input + b.input,

@@ -50,6 +50,7 @@ export interface PlanInput {
   ratio: { ratio: number; margin: number };
 }
 
+/** The two compaction shapes of a range (with tail, without), sized for the ladder. */
 export function planCompaction(input: PlanInput, range: CompactionRange, tokenizer: Tokenizer): Plans {
   const { agent, budget } = input;
   const c = agent.compaction;

@@ -75,10 +75,9 @@ export function backgroundSkipReason(input: BackgroundInput): string | undefined
 }
 
 /**
- * The idle prune pass belongs to the idle period it was scheduled for (`scheduledAt`: the step
- * count then; absent from jobs of older workers): once a newer turn has run a step, or is under
- * way, pruning would act in the middle of that turn and write a second ledger row for its step.
- * That turn's own end schedules the next idle pass.
+ * An idle prune scheduled at step count `scheduledAt` (absent in older jobs: never skipped) whose
+ * session moved on would write a second ledger row for that turn's step: skip it; that turn's end
+ * schedules the next one.
  */
 export function idlePruneObsolete(
   session: { stepCount: number; status: SessionStatus },

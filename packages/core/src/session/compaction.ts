@@ -127,10 +127,8 @@ export function compactionInputTokens(msg: WithParts, cap: number = COMPACTION_T
 }
 
 /**
- * The head cut at message boundaries into consecutive chunks of at most `maxTokensPerChunk`
- * compaction-input tokens each, for map (one summary per chunk) then merge (buildMergeInput).
- * A message larger than the limit alone forms its own chunk; the job falls back to the structural
- * summary if that chunk still fails. Earlier boundaries are left out (see buildMergeInput).
+ * The head in chunks of at most `maxTokensPerChunk` for map then merge, cut at message boundaries
+ * (a larger message is its own chunk); earlier boundaries are left out.
  */
 export function chunkForSummary(head: WithParts[], maxTokensPerChunk: number): WithParts[][] {
   const chunks: WithParts[][] = [];

@@ -1,6 +1,12 @@
 // Session control read from the log: tool calls the session is waiting on (subagents
 // started by the task tool, client tools answered over HTTP), aborted turns, and `queue` mode's
 // held mid-run messages. Pure: every answer is re-derived from the messages, by `seq`.
+//
+// queueView (`midRunMessages: "queue"`, docs/context.md §4): a user message sent while a turn was
+// unfinished (no final reply before it) is held out of the view until the first reply after it
+// that ends a turn; a final reply releases it right after itself with an effective seq just above
+// (in a copy; the row is unchanged), so decide() sees a new turn. An aborted reply, or a user
+// message typed after it that started a turn, leaves it where it is: it was part of that turn.
 
 import type { WithParts } from '../schema/message.ts';
 import type { ToolPart } from '../schema/part.ts';
@@ -49,11 +55,7 @@ export function deferredOf(part: ToolPart, messageId: string = part.messageId): 
   return call;
 }
 
-/**
- * Calls the session waits on: running tool parts marked as deferred in assistant replies that
- * finished without an error (the step ran its other tools and closed the reply). A reply closed by
- * an abort or an interruption never waits: its deferred parts were marked interrupted with it.
- */
+/** Calls the session waits on: running deferred tool parts of replies that finished without an error. */
 export function deferredCalls(messages: WithParts[]): DeferredCall[] {
   const out: DeferredCall[] = [];
   for (const m of messages) {
@@ -75,11 +77,7 @@ export function isAbortedReply(msg: WithParts): boolean {
   );
 }
 
-/**
- * The current turn was aborted: the newest reply (summaries aside) after the newest message the
- * user typed is an aborted one. Synthetic messages after it (a compaction that was already queued,
- * its continue message) do not resume the turn; a new user message starts a new one.
- */
+/** The newest reply after the newest typed user message was aborted (synthetic messages do not resume it). */
 export function turnAborted(messages: WithParts[]): boolean {
   let start: WithParts | undefined;
   let lastUser: WithParts | undefined;
@@ -117,19 +115,7 @@ export interface QueueView {
   held: WithParts[];
 }
 
-/**
- * `midRunMessages: "queue"`: a message sent while the loop works waits until the turn ends, then
- * starts the next turn. Applied to filterCompacted output (seq comparisons, as everywhere).
- *
- * - A mid-run user message arrived *during* a turn when the newest reply or turn start before it
- *   (other mid-run messages aside) was not a final reply; one that came after a final reply (the
- *   loop had answered but not yet gone idle) starts a turn at once and stays where it is.
- * - It is **held** (left out of the view) until the first reply after it that ends a turn. A final
- *   reply releases it: it moves right after that reply and takes an effective `seq` just above it
- *   (in a copy; the stored row is unchanged), so decide() sees a user message newer than the last
- *   reply — a new turn. An aborted reply, or a user message typed after it that started a turn
- *   (the session had gone idle or failed), leaves it where it is: it was part of that turn.
- */
+/** `queue` mode over filterCompacted output: mid-run messages held until their turn ends (file header). */
 export function queueView(view: WithParts[]): QueueView {
   const sorted = [...view].sort((a, b) => a.info.seq - b.info.seq);
   const held: WithParts[] = [];
@@ -192,10 +178,8 @@ function turnEndAfter(sorted: WithParts[], i: number): WithParts | undefined {
 }
 
 /**
- * A turn was still being worked on at the end of `view` (the model view before a compaction
- * message): a user message was sent and no reply has ended that turn yet (no final reply, no
- * abort, no failure recorded after it). A compaction requested then must hand the turn back to
- * the loop; one requested on an idle (or failed) session appends nothing and leaves it idle.
+ * A user message at the end of `view` has no reply ending its turn yet: a compaction requested now
+ * hands the turn back to the loop, one on an idle (or failed) session leaves it idle.
  */
 export function turnInProgress(view: WithParts[]): boolean {
   let lastUser: WithParts | undefined;

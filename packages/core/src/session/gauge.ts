@@ -3,6 +3,11 @@
 // gateway's session and /context views are built from it. It never decides anything for the loop
 // (decide/isOverflow do), but it reads the same numbers: contextBudget, estimateNextPrompt,
 // planPrune and selectTail.
+//
+// `estimatedSavings` = what prune would free (planPrune over the view, cleared outputs replaced by
+// their placeholder) + what a summary would remove (on the view after that prune, the head
+// selectTail leaves, minus expectedSummaryTokens(head) = min(2,000, head / 10); with a compaction
+// pending, the head before it), both in provider tokens (tiktoken counts × the session's ratio).
 
 import type { CompactionConfig, ModelLimits, RuntimeFlags } from '../config.ts';
 import type { WithParts } from '../schema/message.ts';
@@ -121,17 +126,7 @@ export function pruneEnabled(
   return compaction?.prune !== false && flags?.disablePrune !== true;
 }
 
-/**
- * The gauge of a session. `estimatedSavings` = what prune would free + what a summary would remove,
- * both in provider tokens (tiktoken counts × the session's ratio):
- *
- * - prune: planPrune over the view (protectedTools, pruneProtect, pruneMinimum of the config), each cleared output
- *   replaced by the `[Old tool result content cleared]` placeholder;
- * - summary: on the view as it would be after that prune, the head that selectTail leaves for the
- *   summary (the tail is kept verbatim: `tailTurns` turns within `preserveRecentTokens`, default
- *   clamp(usable / 4, 2,000, 8,000)) minus the expected summary, expectedSummaryTokens(head) =
- *   min(2,000, head / 10). When a compaction is already pending, the head is what precedes it.
- */
+/** The gauge of a session: fullness against the thresholds and `estimatedSavings` (file header). */
 export function contextGauge(input: GaugeInput): ContextGauge {
   const { messages, limits, flags } = input;
   const compaction = input.compaction ?? {};

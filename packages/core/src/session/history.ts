@@ -1,6 +1,14 @@
 // The model's view of a session's log: where the newest completed compaction boundary cuts it
 // (filterCompacted, docs/context.md §4 and §7) and where the database may start loading (findBoundarySeq).
 // Pure: orders rows by `seq` (PostgreSQL's order), never by ids or clocks.
+//
+// The view is [compaction message, its summary, kept tail, everything after the compaction
+// message], or every message without a completed boundary. Reverted rows go first (a compaction
+// after a revert point is no boundary); summaries that did not complete, and older compaction
+// messages and summaries inside the tail, never enter it; input that arrived during the
+// compaction job is kept after the tail. findBoundarySeq's contract: filterCompacted of the rows
+// from `findBoundarySeq(all)` on equals filterCompacted(all), so the worker stores that seq after
+// each compaction, and a revert across the boundary must clear it.
 
 import type { AssistantMessage, WithParts } from '../schema/message.ts';
 import type { CompactionPart } from '../schema/part.ts';
@@ -31,11 +39,7 @@ export interface Boundary {
   summary: WithParts;
 }
 
-/**
- * The newest completed boundary of `visible` (seq order, reverted rows already removed):
- * walk newest → oldest, remember the parents of completed summaries, stop at the first user
- * message that is such a parent and holds a compaction part.
- */
+/** The newest completed boundary of `visible` (seq order, no reverted rows), walking newest → oldest. */
 export function findBoundary(visible: WithParts[]): Boundary | undefined {
   const summaries = new Map<string, WithParts>();
   for (let i = visible.length - 1; i >= 0; i--) {
@@ -63,19 +67,7 @@ function isBoundaryMarker(msg: WithParts): boolean {
   return compactionPartOf(msg) !== undefined || (msg.info.role === 'assistant' && msg.info.summary === true);
 }
 
-/**
- * What the model may see, in the order it sees it:
- * `[compaction message, its summary, kept tail (verbatim, seq order), everything after the
- * compaction message (seq order)]`, or all messages when there is no completed boundary.
- *
- * - `messages` must be in `seq` order; reverted messages are dropped first, so a compaction after
- *   a revert point is no boundary.
- * - Summary messages other than the boundary's own (failed, aborted, unfinished, or older ones
- *   inside the tail) are dropped: a summary that did not complete never enters the model's context.
- *   Older compaction messages inside the tail are dropped too.
- * - A message that arrived between the compaction message and its summary (e.g. user input during
- *   the compaction job) is kept after the tail, in seq order.
- */
+/** What the model may see, in the order it sees it (the rules in the file header). */
 export function filterCompacted(messages: WithParts[]): WithParts[] {
   const visible = bySeq(messages).filter((m) => !m.info.reverted);
   const boundary = findBoundary(visible);
@@ -106,17 +98,7 @@ function isFailedSummary(msg: WithParts): boolean {
   return msg.info.role === 'assistant' && msg.info.summary === true && !isCompletedSummary(msg);
 }
 
-/**
- * The smallest `seq` filterCompacted needs from the newest completed boundary: the seq of the
- * boundary's first tail message (its `tailStartId`) when a tail was kept, else the seq of the
- * compaction user message. `undefined` when there is no completed boundary (load everything).
- *
- * Contract: for any log `all` (seq order), with `b = findBoundarySeq(all)`,
- * `filterCompacted(all.filter(m => b === undefined || m.info.seq >= b))` equals
- * `filterCompacted(all)`: the loaded suffix holds the boundary, its summary and its whole tail, and
- * the walk finds the same newest boundary in it. The worker stores `b` on the session after each
- * compaction; a revert across the boundary must clear the stored value (the boundary may be gone).
- */
+/** The first seq filterCompacted needs (the tail's start, else the compaction message); undefined: all. */
 export function findBoundarySeq(messages: WithParts[]): number | undefined {
   const visible = bySeq(messages).filter((m) => !m.info.reverted);
   const boundary = findBoundary(visible);

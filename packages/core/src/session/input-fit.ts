@@ -29,6 +29,7 @@ export interface InputFit {
   room: number;
 }
 
+/** Whether one user input fits the usable window beside the overhead and a summary reserve. */
 export function inputFit(input: InputFitInput): InputFit {
   const size = Math.ceil(input.tokens * input.ratio);
   const overhead = Math.ceil((input.overhead ?? 0) * input.ratio);

@@ -32,10 +32,8 @@ export function isCompletedStep(msg: WithParts): boolean {
 }
 
 /**
- * Compactions since the newest completed model step, newest first by seq. A compaction part
- * carrying `streak` (set when the loop created it) fixes the count, so it survives a boundary
- * that cut the earlier compactions out of view; without it (manual, background) the walk goes on
- * into the kept tail, whose completed steps end it.
+ * Compactions since the newest completed model step; a part's `streak` fixes the count, so it
+ * survives a boundary that cut the earlier ones out of view.
  */
 export function compactionsInARow(messages: WithParts[]): number {
   const sorted = bySeq(messages);
@@ -109,10 +107,8 @@ export function compactionVerdict(input: CompactionGuardInput): CompactionVerdic
 }
 
 /**
- * The context grew by `growthMargin` of the trigger since the last compaction left it at
- * `tokensAfter` (or there was none): only then may an automatic compaction fire again, so one
- * that left the context near the trigger does not repeat at once. Shared by decide() and the idle
- * background check.
+ * The context grew by `growthMargin` of the trigger since the last compaction (or there was none):
+ * only then may an automatic one fire again, so one that left it near the trigger does not repeat.
  */
 export function grewSinceCompaction(
   estimate: number,

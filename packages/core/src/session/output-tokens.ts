@@ -4,6 +4,11 @@
 // divided by the ratio is a tiktoken-scale count as good as tokenizing the text again. Tool results
 // are not in any report yet and are always counted; a result whose count is already known (the
 // truncation counted it, the call's input was counted on the stream) is not counted twice.
+//
+// deriveOutputTokens shares `usage.output / ratio` among the output parts by length (each share
+// rounded up, so the sum never falls below the report). It derives nothing, and everything is
+// tokenized, while the ratio is not learned (a prior can be off by half), without an output
+// count, when no part is covered, or when the total is implausible against the cheap estimate.
 
 import type { Part, ToolPart } from '../schema/part.ts';
 import type { Usage } from '../schema/usage.ts';
@@ -18,17 +23,15 @@ import {
 } from './tokens.ts';
 
 /**
- * A derived total below this share of the cheap estimate of the same text (or above
- * DERIVE_MAX_SHARE of it) means the report does not measure these parts (a server that counts
- * something else, or folds hidden reasoning into the output): they are tokenized instead.
+ * Outside [MIN, MAX] × the cheap estimate, the report does not measure these parts (a server that
+ * counts something else, or folds hidden reasoning into the output): they are tokenized instead.
  */
 export const DERIVE_MIN_SHARE = 0.5;
 export const DERIVE_MAX_SHARE = 3;
 
 /**
- * The text of a part the provider counted in `usage.output`: a text part's text, a tool call's name
- * and JSON arguments. Undefined for anything else (reasoning is billed apart and may be shown only
- * as a summary; other kinds are not model output), which keeps its tokenizer count.
+ * The text the provider counted in `usage.output` (a text, a tool call's name and arguments);
+ * undefined for the rest (reasoning is billed apart and may be shown only as a summary).
  */
 export function modelOutputText(part: Part): string | undefined {
   if (part.type === 'text') return part.ignored ? undefined : part.text;
@@ -36,14 +39,7 @@ export function modelOutputText(part: Part): string | undefined {
   return undefined;
 }
 
-/**
- * Tiktoken-scale counts of the model's output parts of one step, from the step's report:
- * `usage.output / ratio`, shared among the parts by length, each share rounded up (their sum never
- * falls below the report). One entry per part, undefined for parts the report does not cover (they
- * are tokenized). The whole result is undefined — tokenize everything — when the ratio is not
- * learned yet (a prior could be off by half), the report has no output count, no part is covered,
- * or the derived total is implausible against the cheap estimate of the same text.
- */
+/** Tiktoken-scale counts of a step's output parts from its report, or undefined: tokenize (file header). */
 export function deriveOutputTokens(
   parts: Part[],
   usage: Usage | undefined,
@@ -64,12 +60,7 @@ export function deriveOutputTokens(
   return texts.map((text) => (text === undefined ? undefined : Math.ceil((total * text.length) / chars)));
 }
 
-/**
- * The part with its counts set from a derived count of its model output (deriveOutputTokens): a
- * text part's `tokens`; a tool part's `tokens` (its input's share plus its result as it stands —
- * a pending call's placeholder, an invalid call's error — which the tokenizer still counts) and
- * `outputTokens`.
- */
+/** The part with counts from its derived output count (a tool part's result is still tokenized). */
 export function withOutputTokens<P extends Part>(part: P, derived: number, tokenizer: Tokenizer): P {
   if (part.type !== 'tool') return { ...part, tokens: derived };
   // A call not run yet shows the same placeholder every time: counted once per process.
@@ -81,10 +72,8 @@ export function withOutputTokens<P extends Part>(part: P, derived: number, token
 }
 
 /**
- * A finished tool part (`done`) with its counts, counting only what is new: the input's count is
- * taken from the call as it was stored (`call.tokens - call.outputTokens`) when the input is the
- * same object, and the result's from `outputTokens` when the caller knows it exactly (the
- * truncation counted the same text with the same tokenizer). Otherwise they are tokenized.
+ * A finished tool part with its counts, counting only what is new: the input's from the stored call
+ * when it is the same object, the result's from `outputTokens` when the caller knows it exactly.
  */
 export function countToolResult(
   done: ToolPart,

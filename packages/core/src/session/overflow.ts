@@ -22,6 +22,7 @@ export interface ContextBudget {
 
 export const DEFAULT_BACKGROUND_RATIO = 0.8;
 
+/** A model's window as output reserve, usable input and compaction thresholds (docs/context.md §2). */
 export function contextBudget(limits: ModelLimits, compaction: BudgetConfig = {}): ContextBudget {
   const maxOutput = Math.min(limits.output, OUTPUT_TOKEN_MAX) || OUTPUT_TOKEN_MAX;
   const reserved = compaction.reserved ?? Math.min(20_000, maxOutput);
@@ -78,10 +79,8 @@ export interface RequestFit {
 }
 
 /**
- * Whether a request fits the declared window in the provider's tokens, output included, and how
- * much output it may ask for. `prompt` is a bound (PromptEstimate.bound or a tiktoken count × the
- * ratio with its margin); `wanted` defaults to the model's max output (contextBudget.maxOutput).
- * Every request Loopline sends — step, summary, chunk, merge, title — is sized with this.
+ * Whether a request (`prompt`: a bound in provider tokens) fits the window with its output, and how
+ * much output it may ask for; every request Loopline sends is sized with this.
  */
 export function fitRequest(prompt: number, limits: ModelLimits | undefined, wanted?: number): RequestFit {
   const cap = limits ? Math.min(limits.output, OUTPUT_TOKEN_MAX) || OUTPUT_TOKEN_MAX : OUTPUT_TOKEN_MAX;

@@ -56,10 +56,12 @@ export function isUnsupportedText(text: string | undefined): boolean {
   return text !== undefined && UNSUPPORTED_PATTERNS.some((re) => re.test(text));
 }
 
+/** Whether a provider's error text says the prompt is too long. */
 export function isOverflowText(text: string | undefined): boolean {
   return text !== undefined && OVERFLOW_PATTERNS.some((re) => re.test(text));
 }
 
+/** Classifies a provider rejection: overflow, retryable, or terminal. */
 export function classifyProviderError(input: ProviderErrorInput): ProviderErrorClass {
   const { status } = input;
   // A rate limit can quote token counts ("tokens per minute"): it is never an overflow.

@@ -61,11 +61,8 @@ export interface PrunePlan {
 }
 
 /**
- * Walk `messages` (model-view order: filterCompacted output) newest → oldest: skip the tool
- * outputs of the `protectSteps` newest assistant messages, stop at a summary message or at an output already cleared (everything older was
- * handled by an earlier prune), skip protected tools, and sum completed outputs; once the sum
- * passes `protect`, every further output is a candidate. Returns the candidates only if they add up
- * to more than `minimum`.
+ * The outputs to clear, walking the model view newest → oldest past the `protectSteps` newest
+ * replies and `protect` tokens of outputs; stops at a summary or a cleared output; none below `minimum`.
  */
 export function planPrune(messages: WithParts[], opts: PruneOptions = {}): PrunePlan {
   const protectedTools = opts.protectedTools ?? PRUNE_PROTECTED_TOOLS;
@@ -98,10 +95,8 @@ export function planPrune(messages: WithParts[], opts: PruneOptions = {}): Prune
 }
 
 /**
- * The prune before a summary compaction: the minimum drops to what brings the estimate under the
- * trigger. The minimum keeps a prune from costing a prompt-cache miss for a small gain; a summary
- * compaction costs a model call and a miss of the whole prompt, so a prune that avoids one is
- * always worth it. `over`: tokens (tiktoken scale) the next prompt is above the trigger.
+ * The prune minimum before a summary compaction: no more than `over` (tokens above the trigger),
+ * since a prune that avoids a summary call and a whole-prompt cache miss is always worth it.
  */
 export function minimumBeforeCompaction(minimum: number, over: number): number {
   return over > 0 ? Math.min(minimum, over) : minimum;

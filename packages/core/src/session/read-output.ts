@@ -46,6 +46,7 @@ export function compilePattern(pattern: string): (line: string) => boolean {
   return (line) => line.includes(pattern);
 }
 
+/** The read_output answer: numbered lines from an offset, or the lines matching a pattern. */
 export function readOutputSlice(content: string, opts: ReadOutputOptions = {}): string {
   const lines = content.split('\n');
   const width = String(lines.length).length;

@@ -1,6 +1,11 @@
 // Revert (docs/context.md §7) as a plan over the log: which rows a revert hides and where the
 // session's boundary pointer points afterwards. Pure: the gateway loads the log, marks the rows
 // (`reverted`, never deleted) and stores the pointer in one transaction.
+//
+// A compaction point is never split: when a summary would be hidden while its compaction message
+// stays, the revert starts at that message (else the compaction would be pending again and rerun),
+// so reverting to a summary or to input that arrived during a compaction reverts it whole. The new
+// pointer is derived only from what stays, so any number of later compactions stop being boundaries.
 
 import type { WithParts } from '../schema/message.ts';
 import { bySeq, compactionPartOf, findBoundarySeq } from './history.ts';
@@ -17,17 +22,7 @@ export interface RevertPlan {
   boundarySeq: number | null;
 }
 
-/**
- * Reverting to the message at `targetSeq` hides it and everything after it. A compaction point is
- * never split: when a summary would be hidden while the compaction message it answers stays
- * visible, the revert starts at that compaction message instead — otherwise the compaction would
- * be pending again and rerun on the next wake. (Reverting to a summary, or to input that arrived
- * while a compaction ran, therefore reverts that compaction whole.)
- *
- * `log`: the session's whole log in any order; reverted rows are ignored. Compactions after the
- * revert point stop being boundaries, across any number of them, because the new pointer is
- * derived only from what stays.
- */
+/** Plans hiding the message at `targetSeq` and all after it; `log` is the whole log, any order. */
 export function planRevert(log: WithParts[], targetSeq: number): RevertPlan {
   const visible = bySeq(log).filter((m) => !m.info.reverted);
   const markers = new Map<string, number>();

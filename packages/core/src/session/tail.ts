@@ -1,6 +1,11 @@
 // Which recent messages a compaction keeps verbatim (docs/context.md §5.2): the last `tailTurns` user
 // turns within a token budget, split at a message boundary when a turn does not fit. Everything
 // before the tail is the head, which the summary replaces.
+//
+// selectTail walks newest → oldest adding whole messages of the last `tailTurns` turns while they
+// fit; the first that does not fit ends the tail (an oversized turn keeps its newest messages). A
+// turn starts at each user message that is no compaction marker; the previous boundary's messages
+// are never in the tail; when the tail would leave nothing new to summarise it is empty.
 
 import type { WithParts } from '../schema/message.ts';
 import { compactionPartOf } from './history.ts';
@@ -24,17 +29,7 @@ export interface TailSplit {
   tailStartId?: string;
 }
 
-/**
- * `messages`: the model view before the compaction message (filterCompacted output without the
- * pending compaction message and what follows it). Walks newest → oldest adding whole messages
- * while they fit `budget` and belong to the last `tailTurns` turns; the first message that does
- * not fit ends the tail, so an oversized turn keeps only its newest messages.
- *
- * A turn starts at each user message that is not a compaction marker; the previous boundary's
- * compaction message and summary are never in the tail. When the tail would leave nothing new to
- * summarise, the tail is empty: the summary then covers everything (there is no other way to
- * make room).
- */
+/** Splits the model view before the compaction message into head and verbatim tail (file header). */
 export function selectTail(messages: WithParts[], opts: TailOptions): TailSplit {
   const tailTurns = opts.tailTurns ?? 2;
   // Index of the first message of the oldest turn the tail may reach.

@@ -84,6 +84,7 @@ function fitBytes(text: string, maxBytes: number, fromEnd: boolean): string {
   return fromEnd ? text.slice(i) : text.slice(0, i);
 }
 
+/** The note appended to a truncated output: where the full text is and how to read it. */
 export function readOutputHint(outputId: string, totalLines: number, totalBytes: number): string {
   return (
     `The full output (${totalLines} lines, ${totalBytes} bytes) is stored as "${outputId}". ` +
@@ -92,6 +93,7 @@ export function readOutputHint(outputId: string, totalLines: number, totalBytes:
   );
 }
 
+/** Cuts a tool output to its line, byte and token caps, with the read_output hint. */
 export function truncateToolOutput(text: string, opts: TruncateOptions): TruncateResult {
   const maxLines = opts.maxLines ?? TRUNCATE_MAX_LINES;
   const maxBytes = opts.maxBytes ?? TRUNCATE_MAX_BYTES;
