@@ -117,13 +117,9 @@ export function parseClusterNodes(entries: readonly string[]): {
   return { nodes, redisOptions };
 }
 
-/**
- * Holds the writes of a single-node client's connection until the current tick ends, so the
- * commands sent now (and those that follow in this tick's microtasks, e.g. a BullMQ add after
- * its awaits of settled promises) leave in one socket write: each write to a local socket costs
- * a system call that wakes the other side, about as much as the command itself. A Cluster client
- * (one connection per node) and a client not connected are left alone; order is kept either way.
- */
+/** Sends this client's commands of the rest of the tick in one socket write (single node only). */
+// Each socket write is a system call; the step queue add follows its awaits of settled promises, so
+// it still falls in the tick. A Cluster client (one connection per node) is left alone.
 export function coalesceWrites(redis: RedisClient): void {
   if (redis instanceof Cluster || redis.status !== 'ready') return;
   const stream = redis.stream;

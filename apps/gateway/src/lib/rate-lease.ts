@@ -1,17 +1,10 @@
 import type { RedisClient } from '@loopline/queue';
 
-// The rate limiter's counter store (@fastify/rate-limit's `store` interface) without a Redis round
-// trip per request. The window stays one Redis counter per key (fixed window, as the plugin's own
-// Redis store, same key), shared by every gateway process; a process takes the numbers of that
-// counter in blocks (INCRBY block) and hands them out from memory until the block is used up or
-// the window ends. A request's number is its position in the window, checked against the limit in
-// force for that request, so no window ever admits more than the limit across all processes.
-// The price is on the other side: numbers a process took but did not hand out before the window
-// ended are lost to the others, at most block − 1 per process and window. The block is 1 up to
-// LEASE_EXACT_UP_TO requests per window (every request one round trip: exact, as before) and
-// limit / LEASE_DIVISOR above (0.1 % of the limit per process; at the deployment maximum, 10^7 a
-// minute, one round trip per 10,000 requests). x-ratelimit-remaining is this process' view: the
-// other processes' numbers handed out since its block was taken are not in it.
+// The rate limiter's counter store without a Redis round trip per request: each process takes its
+// key's window numbers from the shared Redis counter in blocks (INCRBY) and hands them out from
+// memory, so no window admits more than the limit; unused numbers of a block are lost to the other
+// processes (at most 0.1 % of the limit each). Exact (a block of 1) up to 1,000 requests per window.
+// README "Tenant limits" has the rule and its bounds.
 
 /** Limits up to this many requests per window are counted exactly (one Redis call per request). */
 export const LEASE_EXACT_UP_TO = 1_000;
