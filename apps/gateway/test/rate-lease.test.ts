@@ -29,7 +29,11 @@ async function redisCalls(f: () => Promise<unknown>): Promise<number> {
     if (/^eval/i.test(args[0] ?? '') && args.some((a) => a.startsWith(prefix))) calls++;
   });
   await f();
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  // MONITOR lines can lag behind the replies on a busy machine: wait until they stop coming.
+  for (let seen = -1, waited = 0; seen !== calls && waited < 3_000; waited += 200) {
+    seen = calls;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
   monitor.disconnect();
   return calls;
 }

@@ -64,7 +64,6 @@ const SWEEP_AT = 10_000;
 
 /** A counter store handing out each key's window numbers in blocks taken from Redis. */
 export class LeasedCounter {
-  readonly #redis: RedisClient;
   readonly #lease: Lease;
   readonly #prefix: string;
   readonly #blocks = new Map<string, Block>();
@@ -72,12 +71,11 @@ export class LeasedCounter {
   readonly #waiting = new Map<string, Waiting[]>();
 
   constructor(redis: RedisClient, prefix: string) {
-    this.#redis = redis;
     this.#lease = leaseCommand(redis);
     this.#prefix = prefix;
   }
 
-  /** @fastify/rate-limit's store method: this request's number in the key's window, and the window's rest. */
+  /** This request's number in the key's window and the window's rest (ms), through `cb`. */
   incr(key: string, cb: Callback, windowMs: number, max: number): void {
     if (this.#take(key, cb)) return;
     const waiting = this.#waiting.get(key);
@@ -87,13 +85,6 @@ export class LeasedCounter {
     }
     this.#waiting.set(key, [{ cb, windowMs, max }]);
     this.#refill(key, windowMs, max);
-  }
-
-  /** The same store for a route's own limit (keys apart, as the plugin's Redis store). */
-  child(route: object): LeasedCounter {
-    // The plugin passes the route's merged options with routeInfo (its types say RouteOptions).
-    const info = (route as { routeInfo?: { method?: string; url?: string } }).routeInfo ?? {};
-    return new LeasedCounter(this.#redis, `${this.#prefix}${info.method ?? ''}${info.url ?? ''}-`);
   }
 
   /** Hands out the next number of a live block; false when there is none. */
