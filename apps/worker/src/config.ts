@@ -13,6 +13,7 @@ import {
 import { tracingEnv } from '@loopline/telemetry';
 import { z } from 'zod';
 import { defaultFairness } from './fairness/options.ts';
+import { DEFAULT_HEAP_GROWTH_PERCENT } from './heap.ts';
 import { defaultSessionCache } from './session-cache.ts';
 import { defaultWorkerOptions } from './worker.ts';
 
@@ -150,6 +151,15 @@ export const sessionCacheEnv = z.object({
   ),
 });
 
+/** V8 heap sizing of the worker process (heap.ts). */
+export const workerHeapEnv = z.object({
+  WORKER_HEAP_GROWTH_PERCENT: envInt(
+    DEFAULT_HEAP_GROWTH_PERCENT,
+    "how far V8's old generation may grow past what survived the last full GC before it collects again, in percent (0 = V8's own factor, up to 300 %); lower keeps the RSS peak of many steps in flight down for more frequent full GCs",
+    { min: 0, max: 1_000 },
+  ),
+});
+
 export const workerMetricsEnv = z.object({
   WORKER_METRICS_PORT: envInt(0, "the worker's Prometheus listener port (`/metrics`, `/healthz`; 0 = off)", {
     min: 0,
@@ -177,6 +187,7 @@ export const workerEnv = z.object({
   ...workerJobsEnv.shape,
   ...webhookEnv.shape,
   ...sessionCacheEnv.shape,
+  ...workerHeapEnv.shape,
   ...workerMetricsEnv.shape,
   ...tracingEnv.shape,
 });

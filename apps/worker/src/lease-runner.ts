@@ -1,9 +1,26 @@
-import { acquireFenceWithSession, type SessionInfo, StaleFenceError } from '@loopline/db';
+import {
+  acquireFenceWithChanges,
+  acquireFenceWithSession,
+  type SessionInfo,
+  StaleFenceError,
+} from '@loopline/db';
 import { acquireLease, wakeSession } from '@loopline/queue';
 import { DelayedError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { cancellationSignalOf } from './control/abort.ts';
-import type { Hooks, Jobs, LeaseTimings, Log, Metered, Resources, Tokens, WorkerDeps } from './deps.ts';
+import type {
+  CacheDeps,
+  Hooks,
+  Jobs,
+  LeaseTimings,
+  Log,
+  Metered,
+  Resources,
+  Tokens,
+  WorkerDeps,
+} from './deps.ts';
+import type { PrefetchedChanges } from './session-cache.ts';
+import { sessionCacheOf } from './session-context.ts';
 import { SessionWriter } from './session-writer.ts';
 
 // What every session job does around its work: take the session lock (or put the job back as
@@ -17,6 +34,13 @@ export interface LeasedContext {
   attempt: number;
   /** The session row as acquiring the fence left it (no getSession needed right after). */
   session: SessionInfo;
+  /** With `prefetch`: the log changes since the cached revision, read by the fence statement. */
+  changes?: PrefetchedChanges;
+  /**
+   * The work's last move: releases the session lock while `add` adds the session's next job, in
+   * one round trip instead of two (the release is sent first). Nothing may be written after it.
+   */
+  handOff(add: () => Promise<void>): Promise<void>;
   /**
    * The job's logger: every line carries tenantId, sessionId, jobId, queue, attempt and fence, so
    * one `jq 'select(.sessionId == …)'` follows a session through every runner.
@@ -40,11 +64,22 @@ export function jobLogBindings(
   };
 }
 
+/** How a session job takes its lease (the step job prefetches its log's changes). */
+export interface LeaseOptions {
+  /**
+   * Read the changes of the session's cached log in the fence statement (db
+   * acquireFenceWithChanges): one round trip instead of two, for a job that loads the context next.
+   */
+  prefetch?: boolean;
+}
+
+/** Runs a session job's work under the session lock and a fresh fence (or delays the job). */
 export async function withSessionLease<T>(
-  deps: Resources & Tokens & Metered & Hooks & LeaseTimings,
+  deps: Resources & Tokens & Metered & Hooks & LeaseTimings & CacheDeps,
   job: Job<{ tenantId: string; sessionId: string }>,
   token: string | undefined,
   work: (ctx: LeasedContext) => Promise<T>,
+  opts: LeaseOptions = {},
 ): Promise<T | undefined> {
   const { tenantId, sessionId } = job.data;
   const lease = await acquireLease(deps.redis, deps.keys.lock(sessionId), { ttlMs: deps.lockTtlMs });
@@ -56,7 +91,7 @@ export async function withSessionLease<T>(
   }
   let fenced: number | undefined;
   try {
-    const { fence, session } = await acquireFenceWithSession(deps.db, tenantId, sessionId);
+    const { fence, session, changes } = await takeFence(deps, tenantId, sessionId, opts);
     fenced = fence;
     const log = deps.logger.child(jobLogBindings(job, fence));
     const writer = new SessionWriter(deps, { tenantId, sessionId, fence });
@@ -64,7 +99,17 @@ export async function withSessionLease<T>(
     // is combined with the lease's: either stops the model stream and the tools.
     const jobSignal = cancellationSignalOf(job);
     const signal = jobSignal ? AbortSignal.any([lease.signal, jobSignal]) : lease.signal;
-    const result = await work({ writer, signal, attempt: job.attemptsMade + 1, session, log });
+    const result = await work({
+      writer,
+      signal,
+      attempt: job.attemptsMade + 1,
+      session,
+      log,
+      ...(changes ? { changes } : {}),
+      async handOff(add) {
+        await Promise.all([lease.release(), add()]);
+      },
+    });
     // The work stopped because the lease was lost (e.g. this worker froze past its TTL): make
     // sure the session is woken again in case the runner that took over dies too.
     if (lease.lost) await resumeLater(deps, tenantId, sessionId);
@@ -86,6 +131,24 @@ export async function withSessionLease<T>(
   } finally {
     await lease.release();
   }
+}
+
+/** The fencing token and the session row, with the cached log's changes when asked and possible. */
+async function takeFence(
+  deps: Resources & Metered & CacheDeps,
+  tenantId: string,
+  sessionId: string,
+  opts: LeaseOptions,
+): Promise<{ fence: number; session: SessionInfo; changes?: PrefetchedChanges }> {
+  const since = opts.prefetch ? sessionCacheOf(deps)?.revOf(tenantId, sessionId) : undefined;
+  if (since !== undefined) {
+    // Null: the row changed while the statement waited for its lock (a writer committed after its
+    // snapshot); the two statements below are the plain way.
+    const taken = await acquireFenceWithChanges(deps.db, tenantId, sessionId, since);
+    if (taken)
+      return { fence: taken.fence, session: taken.session, changes: { since, changes: taken.changes } };
+  }
+  return acquireFenceWithSession(deps.db, tenantId, sessionId);
 }
 
 async function resumeLater(

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { type WorkerEnv, workerConfigFromEnv } from './config.ts';
 import type { WorkerDeps } from './deps.ts';
 import { closeEgress, workerEgress } from './egress.ts';
+import { limitHeapGrowth } from './heap.ts';
 import { createWorkerLogger } from './logger.ts';
 import { createWorkerMetrics } from './metrics.ts';
 import { startMetricsServer } from './metrics-server.ts';
@@ -77,6 +78,11 @@ export function depsFromEnv(
 
 async function main() {
   const env = workerConfigFromEnv(process.env);
+  // Before any step runs; a --heap-growing-percent among the node options wins (heap.ts).
+  limitHeapGrowth(env.WORKER_HEAP_GROWTH_PERCENT, [
+    ...process.execArgv,
+    ...(process.env.NODE_OPTIONS ?? '').split(/\s+/),
+  ]);
   // OpenTelemetry traces when OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_TRACES_EXPORTER) asks for them.
   const tracing = await startTracing({ serviceName: 'loopline-worker' });
   if (tracing) enableModelTracing();

@@ -57,6 +57,12 @@ export interface ViewFacts {
   readable: boolean;
 }
 
+/** Changes read ahead (with the job's fence), valid for an entry still at revision `since`. */
+export interface PrefetchedChanges {
+  since: number;
+  changes: HistoryChanges;
+}
+
 export interface CachedHistory {
   history: WithParts[];
   /** filterCompacted(history). */
@@ -117,6 +123,8 @@ export class SessionCache {
     tenantId: string,
     sessionId: string,
     fromSeq: number | null,
+    /** Changes since `since`, read by the job's fence statement (db acquireFenceWithChanges). */
+    prefetched?: PrefetchedChanges,
   ): Promise<CachedHistory | undefined> {
     // Taken out while it is refreshed: a concurrent job of the same session on this worker (a
     // superseded runner still finishing) loads on its own instead of merging into the same entry.
@@ -125,7 +133,10 @@ export class SessionCache {
     if (entry && entry.tenantId === tenantId) {
       if (entry.fromSeq !== fromSeq) reason = 'boundary';
       else {
-        const changes = await historyChangesSince(deps.db, tenantId, sessionId, entry.rev);
+        const changes =
+          prefetched?.since === entry.rev
+            ? prefetched.changes
+            : await historyChangesSince(deps.db, tenantId, sessionId, entry.rev);
         if (!changes) return undefined;
         if (applyChanges(entry, changes)) {
           this.put(entry);
@@ -141,6 +152,12 @@ export class SessionCache {
     if (!this.put(fresh) && reason === 'absent') reason = 'oversize';
     this.count('miss', reason);
     return { history: fresh.history, compacted: fresh.compacted, facts: fresh.facts, hit: false };
+  }
+
+  /** The revision the session's entry was read at (what its next refresh continues from). */
+  revOf(tenantId: string, sessionId: string): number | undefined {
+    const entry = this.entries.get(sessionId);
+    return entry?.tenantId === tenantId ? entry.rev : undefined;
   }
 
   /** Forgets a session (e.g. deleted). */

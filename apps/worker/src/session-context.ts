@@ -17,7 +17,12 @@ import {
 import { getSession, latestCompletedCompaction, loadHistory, type SessionInfo } from '@loopline/db';
 import { agentLimits, capabilitiesFor, tokenizerFamily } from '@loopline/llm';
 import type { CacheDeps, Metered, Store, Tokens, WorkerDeps } from './deps.ts';
-import { defaultSessionCache, SessionCache, type ViewFacts } from './session-cache.ts';
+import {
+  defaultSessionCache,
+  type PrefetchedChanges,
+  SessionCache,
+  type ViewFacts,
+} from './session-cache.ts';
 import { type RequestShape, requestShape } from './step/request.ts';
 
 // What every session job reads before deciding: the session row, its log from the boundary
@@ -71,6 +76,8 @@ export async function loadContext(
   sessionId: string,
   /** The row just read by the caller (e.g. acquireFenceWithSession): skips the getSession. */
   known?: SessionInfo,
+  /** Log changes read with that row (lease-runner): the cache's refresh needs no statement of its own. */
+  prefetched?: PrefetchedChanges,
 ): Promise<SessionContext | undefined> {
   const session = known ?? (await getSession(deps.db, tenantId, sessionId));
   if (!session) return undefined;
@@ -79,7 +86,7 @@ export async function loadContext(
     const history = await loadHistory(deps.db, tenantId, sessionId, { fromSeq: session.boundarySeq });
     return contextOf(deps, session, history);
   }
-  const cached = await cache.history(deps, tenantId, sessionId, session.boundarySeq);
+  const cached = await cache.history(deps, tenantId, sessionId, session.boundarySeq, prefetched);
   if (!cached) return undefined;
   return contextOf(deps, session, cached.history, cached.compacted, cached.facts);
 }

@@ -1,6 +1,7 @@
 import { filterCompacted, newId, type Part, type TextPart, type ToolPart } from '@loopline/core';
 import {
   acquireFence,
+  acquireFenceWithChanges,
   appendUserMessage,
   createAssistantMessage,
   type Db,
@@ -169,10 +170,22 @@ function depsWith(db: Db, sessionCache: SessionCache | null) {
   return { db, tokenizer: createTokenizer('o200k_base'), sessionCache };
 }
 
-/** The cache's answer equals a fresh load (log and view); returns whether it was a hit. */
-async function same(db: Db, cache: SessionCache, tenantId: string, sessionId: string): Promise<boolean> {
-  const session = (await getSession(db, tenantId, sessionId))!;
-  const got = await cache.history({ db }, tenantId, sessionId, session.boundarySeq);
+/**
+ * The cache's answer equals a fresh load (log and view); returns whether it was a hit. `prefetch`:
+ * the changes come from the fence statement, as a step job reads them (lease-runner; a new fence).
+ */
+async function same(
+  db: Db,
+  cache: SessionCache,
+  tenantId: string,
+  sessionId: string,
+  prefetch = false,
+): Promise<boolean> {
+  const since = prefetch ? cache.revOf(tenantId, sessionId) : undefined;
+  const taken = since !== undefined ? await acquireFenceWithChanges(db, tenantId, sessionId, since) : null;
+  const session = taken?.session ?? (await getSession(db, tenantId, sessionId))!;
+  const prefetched = taken && since !== undefined ? { since, changes: taken.changes } : undefined;
+  const got = await cache.history({ db }, tenantId, sessionId, session.boundarySeq, prefetched);
   const cold = await loadHistory(db, tenantId, sessionId, { fromSeq: session.boundarySeq });
   expect(got!.history).toEqual(cold);
   expect(got!.compacted).toEqual(filterCompacted(cold));
@@ -277,6 +290,38 @@ describe('session cache', () => {
       await same(pg.db, rand() < 0.5 ? a : b, w.tenantId, w.sessionId);
     }
     expect(a.stats.hits + b.stats.hits).toBeGreaterThan(20);
+  });
+
+  test('changes read by the fence statement merge as the refresh does', async ({ pg }) => {
+    // The step job's way (db acquireFenceWithChanges): the same seeded walk, each read taking a new
+    // fence with the changes, after which the writer takes the session back.
+    const fx = await makeSessionWithTenant(pg.db);
+    const w = writerOf(pg.db, fx);
+    const cache = new SessionCache(big);
+    await w.takeFence();
+    const first = await w.user('hello');
+    let parent = first.info.id;
+    let tools: ToolPart[] = [];
+    let seed = 11;
+    const rand = () => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    for (let i = 0; i < 30; i++) {
+      const r = rand();
+      if (r < 0.4) {
+        const s = await w.step(parent, i);
+        tools.push(s.tool);
+      } else if (r < 0.6) parent = (await w.user(`u${i}`, { midRun: rand() < 0.5 })).info.id;
+      else if (r < 0.75 && tools.length > 0) await w.prune(tools.shift()!);
+      else if (r < 0.85) {
+        await w.compaction();
+        tools = [];
+      } else await w.clearMidRun(0);
+      await same(pg.db, cache, w.tenantId, w.sessionId, true);
+      await w.takeFence();
+    }
+    expect(cache.stats.hits).toBeGreaterThan(15);
   });
 
   test('what is not an append reloads (an older message back in the live log); rows never move', async ({

@@ -66,6 +66,7 @@ export {
 } from './repo/fenced-statement.ts';
 export { type LoadHistoryOptions, loadHistory } from './repo/history.ts';
 export {
+  acquireFenceWithChanges,
   type HistoryChanges,
   type HistorySnapshot,
   historyChangesSince,

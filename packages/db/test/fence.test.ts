@@ -4,13 +4,16 @@ import { pgTest as test } from '../../testkit/src/fixtures.ts';
 import { lockWaiters, makeSessionWithTenant, until } from '../../testkit/src/index.ts';
 import {
   acquireFence,
+  acquireFenceWithChanges,
   acquireFenceWithSession,
   appendUserMessage,
   appendUserMessageAndQueue,
   createAssistantMessage,
   currentFence,
   getSession,
+  historyChangesSince,
   loadHistory,
+  loadHistorySnapshot,
   NotFoundError,
   StaleFenceError,
   setSessionStatus,
@@ -129,6 +132,71 @@ describe('fence', () => {
     await expect(acquireFenceWithSession(pg.db, tenant.id, 'ses_missing')).rejects.toBeInstanceOf(
       NotFoundError,
     );
+  });
+
+  test('acquireFenceWithChanges: the fence bump and the changes since a revision in one statement', async ({
+    pg,
+  }) => {
+    const { tenant, session } = await makeSessionWithTenant(pg.db);
+    const append = (text: string) =>
+      appendUserMessage(pg.db, {
+        tenantId: tenant.id,
+        sessionId: session.id,
+        agent: 'build',
+        parts: [{ type: 'text', text, tokens: 1 }],
+      });
+    await append('one');
+    const snap = await loadHistorySnapshot(pg.db, tenant.id, session.id, null);
+    await append('two');
+    const expected = await historyChangesSince(pg.db, tenant.id, session.id, snap!.rev);
+    const taken = await acquireFenceWithChanges(pg.db, tenant.id, session.id, snap!.rev);
+    expect(taken?.fence).toBe(1);
+    expect(taken?.session).toEqual(await getSession(pg.db, tenant.id, session.id));
+    expect(taken?.changes).toEqual(expected);
+    expect(taken?.changes.messages).toHaveLength(1);
+    expect(await acquireFenceWithChanges(pg.db, tenant.id, 'ses_missing', 0)).toBeNull();
+  });
+
+  test('acquireFenceWithChanges takes nothing when a writer commits while it waits for the row', async ({
+    pg,
+  }) => {
+    // Its snapshot predates that commit, so its changes could miss it: null (the caller reads
+    // apart), and the fence is not bumped.
+    const { tenant, session } = await makeSessionWithTenant(pg.db);
+    const old = await acquireFence(pg.db, tenant.id, session.id);
+    const snap = await loadHistorySnapshot(pg.db, tenant.id, session.id, null);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    const slow = withFence(pg.db, { tenantId: tenant.id, sessionId: session.id, fence: old }, async (trx) => {
+      entered();
+      await gate;
+      await appendUserMessage(trx, {
+        tenantId: tenant.id,
+        sessionId: session.id,
+        agent: 'build',
+        parts: [{ type: 'text', text: 'by the old holder', tokens: 1 }],
+      });
+    });
+    await inside;
+    const taking = acquireFenceWithChanges(pg.db, tenant.id, session.id, snap!.rev);
+    await until(
+      'the fence statement parked on the session row lock',
+      async () => (await lockWaiters(pg.db)) === 1,
+    );
+    release();
+    await slow;
+    expect(await taking).toBeNull();
+    expect(await currentFence(pg.db, tenant.id, session.id)).toBe(old);
+    // Uncontended, the same call sees the old holder's message.
+    const taken = await acquireFenceWithChanges(pg.db, tenant.id, session.id, snap!.rev);
+    expect(taken?.fence).toBe(old + 1);
+    expect(taken?.changes.messages).toHaveLength(1);
   });
 
   test('a patch folded into the fence check writes with it, and nothing when stale', async ({ pg }) => {

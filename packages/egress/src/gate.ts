@@ -1,6 +1,6 @@
 import type { LookupAddress } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns';
-import { Agent, buildConnector, fetch as undiciFetch, request as undiciRequest } from 'undici';
+import type { Agent, buildConnector } from 'undici';
 import { classifyAddress } from './address.ts';
 import { checkUrl } from './door.ts';
 import { EgressRefusedError, refusalMessage } from './errors.ts';
@@ -56,13 +56,20 @@ export interface RequestInit {
 export interface EgressGate {
   readonly purpose: EgressPurpose;
   readonly policy: EgressPolicy;
-  readonly dispatcher: Agent;
   /** A `fetch` for SDKs (the AI SDK's `fetch` option): same checks, redirects are errors. */
   readonly fetch: typeof globalThis.fetch;
   /** One request with a bounded body. Refusals and caps throw EgressRefusedError. */
   request(url: string, init: RequestInit, limits: Limits): Promise<GateResponse>;
   close(): Promise<void>;
 }
+
+// undici (about 16 MiB of a process's RSS) is loaded at the first request through any gate: a
+// worker whose tenants call no endpoint of their own never holds it.
+let undici: Promise<typeof import('undici')> | undefined;
+const loadUndici = () => {
+  undici ??= import('undici');
+  return undici;
+};
 
 const systemResolve: Resolve = (hostname) =>
   new Promise((resolve, reject) =>
@@ -108,36 +115,49 @@ export function createEgressGate(opts: GateOptions): EgressGate {
     );
   };
 
-  const base = buildConnector({
-    lookup: guardedLookup as never,
-    timeout: opts.connectTimeoutMs ?? 10_000,
-  });
-
-  const connector: buildConnector.connector = (options, callback) => {
-    const host = normaliseHost(options.hostname);
-    // IP literals skip the lookup: check them here, before any packet is sent.
-    if (classifyAddress(host) !== 'invalid') {
-      const refused = refusalFor(host, host);
-      if (refused) return callback(refused, null);
-    }
-    base(options, (err, socket) => {
-      if (err || !socket) return callback(err ?? new Error('connect failed'), null);
-      // Belt and braces: the address the socket is actually connected to.
-      const refused = socket.remoteAddress ? refusalFor(host, socket.remoteAddress) : undefined;
-      if (refused) {
-        socket.destroy();
-        return callback(refused, null);
-      }
-      callback(null, socket);
+  const connectorOf = (build: typeof buildConnector): buildConnector.connector => {
+    const base = build({
+      lookup: guardedLookup as never,
+      timeout: opts.connectTimeoutMs ?? 10_000,
     });
+    return (options, callback) => {
+      const host = normaliseHost(options.hostname);
+      // IP literals skip the lookup: check them here, before any packet is sent.
+      if (classifyAddress(host) !== 'invalid') {
+        const refused = refusalFor(host, host);
+        if (refused) return callback(refused, null);
+      }
+      base(options, (err, socket) => {
+        if (err || !socket) return callback(err ?? new Error('connect failed'), null);
+        // Belt and braces: the address the socket is actually connected to.
+        const refused = socket.remoteAddress ? refusalFor(host, socket.remoteAddress) : undefined;
+        if (refused) {
+          socket.destroy();
+          return callback(refused, null);
+        }
+        callback(null, socket);
+      });
+    };
   };
 
-  const dispatcher = new Agent({ connect: connector });
+  // The gate's connection pool, made at its first request; a gate closed before that gets a
+  // closed one (a request then fails as it would on any closed pool).
+  let closed = false;
+  let pool: Promise<{ lib: typeof import('undici'); dispatcher: Agent }> | undefined;
+  const undiciPool = () => {
+    pool ??= loadUndici().then((lib) => {
+      const dispatcher = new lib.Agent({ connect: connectorOf(lib.buildConnector) });
+      if (closed) void dispatcher.close();
+      return { lib, dispatcher };
+    });
+    return pool;
+  };
 
   const gatedFetch = (async (input: string | URL | Request, init?: globalThis.RequestInit) => {
     const url = typeof input === 'string' || input instanceof URL ? input : input.url;
     checkUrl(url, purpose, policy);
-    const res = (await undiciFetch(
+    const { lib, dispatcher } = await undiciPool();
+    const res = (await lib.fetch(
       url as string,
       {
         ...(init as object),
@@ -172,7 +192,8 @@ export function createEgressGate(opts: GateOptions): EgressGate {
     const timeout = AbortSignal.timeout(limits.timeoutMs);
     const signal = init.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
     try {
-      const res = await undiciRequest(url, {
+      const { lib, dispatcher } = await undiciPool();
+      const res = await lib.request(url, {
         dispatcher,
         method: init.method ?? 'GET',
         ...(init.headers ? { headers: init.headers } : {}),
@@ -221,10 +242,12 @@ export function createEgressGate(opts: GateOptions): EgressGate {
   return {
     purpose,
     policy,
-    dispatcher,
     fetch: gatedFetch,
     request,
-    close: () => dispatcher.close(),
+    close: async () => {
+      closed = true;
+      if (pool) await (await pool).dispatcher.close();
+    },
   };
 }
 

@@ -28,133 +28,143 @@ import { enqueueTitle } from './title.ts';
 // prunes first.
 
 export async function processStep(deps: WorkerDeps, job: Job<StepJob>, token?: string): Promise<void> {
-  await withSessionLease(deps, job, token, async ({ writer, signal, attempt, session: fenced, log }) => {
-    const { tenantId, sessionId } = writer.ctx;
-    let ctx = await loadContext(deps, tenantId, sessionId, fenced);
-    if (!ctx) return;
-    // Session control (control/): a recorded abort, answers of subagents, client-call timeouts.
-    ctx = await applySessionControl(deps, writer, ctx, log);
-    if (!ctx) return;
-    if (await closeInterrupted(writer, ctx.history, Date.now())) {
-      log.info('closed a step left unfinished by a previous runner');
-      ctx = await loadContext(deps, tenantId, sessionId);
+  await withSessionLease(
+    deps,
+    job,
+    token,
+    async ({ writer, signal, attempt, session: fenced, changes, log, handOff }) => {
+      const { tenantId, sessionId } = writer.ctx;
+      let ctx = await loadContext(deps, tenantId, sessionId, fenced, changes);
       if (!ctx) return;
-    }
-    const { session, view: messages, agent } = ctx;
-    // A message woke the session: the background compaction of the idle period is obsolete.
-    if (session.status === 'queued') {
-      await cancelBackground(deps, sessionId, session.stepCount, log);
-    }
+      // Session control (control/): a recorded abort, answers of subagents, client-call timeouts.
+      ctx = await applySessionControl(deps, writer, ctx, log);
+      if (!ctx) return;
+      if (await closeInterrupted(writer, ctx.history, Date.now())) {
+        log.info('closed a step left unfinished by a previous runner');
+        ctx = await loadContext(deps, tenantId, sessionId);
+        if (!ctx) return;
+      }
+      const { session, view: messages, agent } = ctx;
+      // A message woke the session: the background compaction of the idle period is obsolete.
+      if (session.status === 'queued') {
+        await cancelBackground(deps, sessionId, session.stepCount, log);
+      }
 
-    const input = {
-      messages,
-      agent,
-      flags: deps.flags,
-      // Interrupted steps and provider retries do not spend maxSteps (core step-budget.ts); these
-      // caps end a turn whose faults repeat.
-      budgets: {
-        maxProviderRetries: deps.maxProviderRetries,
-        maxInterruptedSteps: deps.maxInterruptedSteps ?? DEFAULT_MAX_INTERRUPTED_STEPS,
-      },
-      estimate: ctx.estimate,
-      overhead: Math.round(ctx.shape.overheadTokens * (session.tokenRatio ?? 1)),
-      // Only read when it can matter: the estimate is at the trigger.
-      lastCompactionTokensAfter:
-        ctx.estimate >= ctx.budget.trigger
-          ? await lastCompactionTokensAfter(deps, tenantId, sessionId)
-          : undefined,
-    };
-    const action = decide(input);
-    log.debug({ action: action.type, estimate: ctx.estimate, trigger: ctx.budget.trigger }, 'step decision');
-
-    // One info line per step outcome (no message content at info: counts, names, ids).
-    if (action.type === 'fail') log.warn({ action: action.type, error: action.error.name }, stepLine.fail);
-    else if (action.type !== 'call')
-      log.info({ action: action.type, estimate: ctx.estimate }, stepLine[action.type]);
-    switch (action.type) {
-      case 'exit':
-        if (session.status !== 'idle') await goIdle(deps, writer, session.stepCount);
-        await notifyParent(deps, session, log); // a child session: wake its parent (every exit)
-        await enqueueTitle(deps, session, log); // once per session: after its first turn
-        return;
-      case 'fail':
-      case 'create-compaction':
-        await needsRoomOrFails(deps, writer, session.stepCount, action);
-        return;
-      case 'wait':
-        await enterWait(deps, writer, ctx, action.calls, log);
-        return;
-      case 'run-compaction':
-        await setStatus(writer, 'compacting');
-        await enqueueCompact(deps, tenantId, sessionId, action.messageId, writer.ctx.fence);
-        return;
-      case 'call': {
-        // Tenant fairness (fairness/admission.ts): a slot and token budget, or wait delayed.
-        const admission = await admitModelCall(deps, job, token, writer, ctx, signal);
-        if (!admission) return;
-        let outcome: CallOutcome;
-        const started = performance.now();
-        try {
-          outcome = await callModel(deps, writer, {
-            session,
-            history: messages,
-            parentId: action.parentId,
-            lastStep: action.lastStep,
-            shape: ctx.shape,
-            agent: ctx.agent,
-            estimate: ctx.prompt,
-            job: { id: job.id ?? 'unknown', attempt },
-            signal,
-            log,
-          });
-        } catch (err) {
-          if (!isUserAbort(signal)) throw err;
-          outcome = { type: 'lost' }; // aborted mid-tool: the turn is ended below
-        }
-        await admission.settle(outcome);
-        const stepCount = session.stepCount + 1;
-        logCall(log, outcome, {
-          step: stepCount,
-          model: agent.model,
-          durationMs: performance.now() - started,
-        });
-        const after = afterCall({
-          result: outcome,
-          userAborted: isUserAbort(signal),
-          messages,
-          agent,
-          flags: deps.flags,
+      const input = {
+        messages,
+        agent,
+        flags: deps.flags,
+        // Interrupted steps and provider retries do not spend maxSteps (core step-budget.ts); these
+        // caps end a turn whose faults repeat.
+        budgets: {
           maxProviderRetries: deps.maxProviderRetries,
-        });
-        switch (after.type) {
-          case 'stop':
-            return;
-          case 'end-aborted-turn':
-            // POST …/abort cancelled this job: end the turn now, keeping what was streamed.
-            await endAbortedTurn(deps, writer, log);
-            return;
-          case 'next':
-            await next(deps, writer, session, stepCount, 0);
-            return;
-          case 'retry': {
-            // Say why the session does not move, in its status and as an event.
-            const { detail } = after;
-            await writer.write(async (trx, emit) => {
-              await setSessionStatus(trx, tenantId, sessionId, 'running', detail, null);
-              emit({ type: 'session.status', status: 'running', detail });
+          maxInterruptedSteps: deps.maxInterruptedSteps ?? DEFAULT_MAX_INTERRUPTED_STEPS,
+        },
+        estimate: ctx.estimate,
+        overhead: Math.round(ctx.shape.overheadTokens * (session.tokenRatio ?? 1)),
+        // Only read when it can matter: the estimate is at the trigger.
+        lastCompactionTokensAfter:
+          ctx.estimate >= ctx.budget.trigger
+            ? await lastCompactionTokensAfter(deps, tenantId, sessionId)
+            : undefined,
+      };
+      const action = decide(input);
+      log.debug(
+        { action: action.type, estimate: ctx.estimate, trigger: ctx.budget.trigger },
+        'step decision',
+      );
+
+      // One info line per step outcome (no message content at info: counts, names, ids).
+      if (action.type === 'fail') log.warn({ action: action.type, error: action.error.name }, stepLine.fail);
+      else if (action.type !== 'call')
+        log.info({ action: action.type, estimate: ctx.estimate }, stepLine[action.type]);
+      switch (action.type) {
+        case 'exit':
+          if (session.status !== 'idle') await goIdle(deps, writer, session.stepCount);
+          await notifyParent(deps, session, log); // a child session: wake its parent (every exit)
+          await enqueueTitle(deps, session, log); // once per session: after its first turn
+          return;
+        case 'fail':
+        case 'create-compaction':
+          await needsRoomOrFails(deps, writer, session.stepCount, action);
+          return;
+        case 'wait':
+          await enterWait(deps, writer, ctx, action.calls, log);
+          return;
+        case 'run-compaction':
+          await setStatus(writer, 'compacting');
+          await enqueueCompact(deps, tenantId, sessionId, action.messageId, writer.ctx.fence);
+          return;
+        case 'call': {
+          // Tenant fairness (fairness/admission.ts): a slot and token budget, or wait delayed.
+          const admission = await admitModelCall(deps, job, token, writer, ctx, signal);
+          if (!admission) return;
+          let outcome: CallOutcome;
+          const started = performance.now();
+          try {
+            outcome = await callModel(deps, writer, {
+              session,
+              history: messages,
+              parentId: action.parentId,
+              lastStep: action.lastStep,
+              shape: ctx.shape,
+              agent: ctx.agent,
+              estimate: ctx.prompt,
+              job: { id: job.id ?? 'unknown', attempt },
+              signal,
+              log,
             });
-            log.warn({ retry: after.attempt, of: after.of, delayMs: after.delayMs }, detail);
-            await next(deps, writer, session, stepCount, after.delayMs);
-            return;
+          } catch (err) {
+            if (!isUserAbort(signal)) throw err;
+            outcome = { type: 'lost' }; // aborted mid-tool: the turn is ended below
           }
-          default:
-            // The provider rejected the request as too long, or the call failed for good.
-            await needsRoomOrFails(deps, writer, stepCount, after);
-            return;
+          await admission.settle(outcome);
+          const stepCount = session.stepCount + 1;
+          logCall(log, outcome, {
+            step: stepCount,
+            model: agent.model,
+            durationMs: performance.now() - started,
+          });
+          const after = afterCall({
+            result: outcome,
+            userAborted: isUserAbort(signal),
+            messages,
+            agent,
+            flags: deps.flags,
+            maxProviderRetries: deps.maxProviderRetries,
+          });
+          switch (after.type) {
+            case 'stop':
+              return;
+            case 'end-aborted-turn':
+              // POST …/abort cancelled this job: end the turn now, keeping what was streamed.
+              await endAbortedTurn(deps, writer, log);
+              return;
+            case 'next':
+              // The lock goes back as the next step is added (one round trip); nothing written after.
+              await handOff(() => next(deps, writer, session, stepCount, 0));
+              return;
+            case 'retry': {
+              // Say why the session does not move, in its status and as an event.
+              const { detail } = after;
+              await writer.write(async (trx, emit) => {
+                await setSessionStatus(trx, tenantId, sessionId, 'running', detail, null);
+                emit({ type: 'session.status', status: 'running', detail });
+              });
+              log.warn({ retry: after.attempt, of: after.of, delayMs: after.delayMs }, detail);
+              await next(deps, writer, session, stepCount, after.delayMs);
+              return;
+            }
+            default:
+              // The provider rejected the request as too long, or the call failed for good.
+              await needsRoomOrFails(deps, writer, stepCount, after);
+              return;
+          }
         }
       }
-    }
-  });
+    },
+    { prefetch: true },
+  );
 }
 
 /** The next step of the loop, keyed by the step count this step reached. */

@@ -40,7 +40,7 @@ import type { SessionWriter } from '../session-writer.ts';
 import { runTools, type ToolResultWrite, writeToolResult } from '../tools/run-tools.ts';
 import { attachmentBytes } from './attachments.ts';
 import { overheadOf, type RequestShape } from './request.ts';
-import { StreamRecorder } from './stream-recorder.ts';
+import { DELTA_LINGER_MS, StreamRecorder } from './stream-recorder.ts';
 
 // One model call in (at most) three fenced statements: the assistant message, its step-start
 // and the ledger row first (the crash marker: a runner that dies after it leaves an unfinished
@@ -92,7 +92,10 @@ export async function callModel(
   const stepId = newId('stp');
 
   // Deferred: the parts are written in one transaction after the stream (below), not one by one.
-  const recorder = new StreamRecorder(writer, messageId, deps.tokenizer, { defer: true });
+  const recorder = new StreamRecorder(writer, messageId, deps.tokenizer, {
+    defer: true,
+    linger: DELTA_LINGER_MS,
+  });
   // One statement (db startAssistantStep, its own transaction): the fence check also takes the
   // message's seq, counts the step and sets the status, then the message, its step-start and the
   // step ledger row, all conditional on the fence. A running session that shows why it waited

@@ -32,6 +32,13 @@ import type { SessionWriter } from '../session-writer.ts';
 // whatever is left is tokenized there, or at the latest when the parts are written.
 
 const FLUSH_MS = 1_000;
+/**
+ * The step's deltas wait this long before their first publish (and after each one), so a stream
+ * that ends sooner goes out in one publish with the step's next write: one event publish per step.
+ * Later than the delta, never earlier than its commit (docs/durability.md §9); a person does not
+ * see 20 ms.
+ */
+export const DELTA_LINGER_MS = 20;
 
 type Streaming = TextPart | ReasoningPart;
 
@@ -80,6 +87,9 @@ export class StreamRecorder {
    */
   private outbox: SessionEvent[] = [];
   private sending: Promise<void> | undefined;
+  /** The linger before the next publish (`linger` > 0), while it runs. */
+  private lingering: ReturnType<typeof setTimeout> | undefined;
+  private readonly linger: number;
   private readonly writer: SessionWriter;
   private readonly messageId: string;
   private readonly tokenizer: Tokenizer;
@@ -89,12 +99,14 @@ export class StreamRecorder {
     writer: SessionWriter,
     messageId: string,
     tokenizer: Tokenizer,
-    opts: { defer?: boolean } = {},
+    /** linger (deferred mode): ms the deltas wait before a publish (DELTA_LINGER_MS for the step). */
+    opts: { defer?: boolean; linger?: number } = {},
   ) {
     this.writer = writer;
     this.messageId = messageId;
     this.tokenizer = tokenizer;
     this.defer = opts.defer === true;
+    this.linger = this.defer ? (opts.linger ?? 0) : 0;
   }
 
   private base() {
@@ -140,8 +152,21 @@ export class StreamRecorder {
       delta: text,
     });
     this.outbox.push(...events);
-    this.sending ??= this.pump();
+    this.schedule();
     if (Date.now() - this.lastFlush >= FLUSH_MS) await this.flush();
+  }
+
+  /** Starts a publish of the outbox: now, or after the linger (none while one is in flight). */
+  private schedule(): void {
+    if (this.sending || this.lingering) return;
+    if (this.linger <= 0) {
+      this.sending = this.pump();
+      return;
+    }
+    this.lingering = setTimeout(() => {
+      this.lingering = undefined;
+      if (this.outbox.length > 0) this.sending ??= this.pump();
+    }, this.linger);
   }
 
   private async pump(): Promise<void> {
@@ -153,8 +178,25 @@ export class StreamRecorder {
     this.sending = undefined;
   }
 
-  /** Waits until every delta so far is published. */
+  /** Waits until every delta so far is published (a linger is cut short). */
   async drain(): Promise<void> {
+    if (this.lingering) {
+      clearTimeout(this.lingering);
+      this.lingering = undefined;
+      if (this.outbox.length > 0) this.sending ??= this.pump();
+    }
+    while (this.sending) await this.sending;
+  }
+
+  /**
+   * With a linger: waits for the publish in flight, and leaves the deltas not published yet to
+   * `takeHeld`, which the caller's next write publishes after its own commit, in order.
+   */
+  private async quiesce(): Promise<void> {
+    if (this.lingering) {
+      clearTimeout(this.lingering);
+      this.lingering = undefined;
+    }
     while (this.sending) await this.sending;
   }
 
@@ -182,17 +224,25 @@ export class StreamRecorder {
     this.held.push(...events);
   }
 
-  /** The held events not published yet (the caller emits them first in its next write). */
+  /**
+   * The held events not published yet, then the deltas still lingering (the caller emits them
+   * first in its next write). Called with no publish in flight (after endAll, drain or a flush).
+   */
   takeHeld(): SessionEvent[] {
-    const out = this.held;
+    const out = this.outbox.length > 0 && !this.sending ? [...this.held, ...this.outbox] : this.held;
+    if (out !== this.held) this.outbox = [];
     this.held = [];
     return out;
   }
 
-  /** Ends every block still open (a stream that stopped without its end events); deltas published. */
+  /**
+   * Ends every block still open (a stream that stopped without its end events); deltas published,
+   * or, with a linger, left to the caller's next write (`takeHeld`).
+   */
   async endAll(): Promise<void> {
     for (const id of [...this.open.keys()]) await this.end(id);
-    await this.drain();
+    if (this.linger > 0) await this.quiesce();
+    else await this.drain();
   }
 
   /**

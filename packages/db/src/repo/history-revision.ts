@@ -3,7 +3,8 @@ import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../client.ts';
 import type { MessageInfo } from '../tables/message.table.ts';
 import type { PartData } from '../tables/part.table.ts';
-import { toMessage, toPart } from './mappers.ts';
+import type { SessionRow } from '../tables/session.table.ts';
+import { type SessionInfo, toMessage, toPart, toSession } from './mappers.ts';
 
 // History with its revision, for the worker's session cache (apps/worker/src/session-context.ts).
 // Every message and part row carries `rev`, stamped by a trigger on each insert and update under a
@@ -132,6 +133,62 @@ export async function historyChangesSince(
   }
   return { messages, parts, rev: max, lastSeq: last.seq };
 }
+
+/**
+ * acquireFenceWithSession and historyChangesSince(rev) in ONE statement: the fence bump and the
+ * changes a cached log needs. Null when the session row changed while the statement waited for
+ * its lock (or the session is gone): then the changes, read in the statement's snapshot, may miss
+ * what that writer committed, so the caller takes the fence and reads the changes apart. Without
+ * a wait the snapshot already held every write before the bump (every fenced write holds the row
+ * lock until commit), so the changes are those a read after the bump would return.
+ */
+export async function acquireFenceWithChanges(
+  db: Db,
+  tenantId: string,
+  sessionId: string,
+  rev: number,
+): Promise<{ fence: number; session: SessionInfo; changes: HistoryChanges } | null> {
+  // `xmin = (the snapshot's xmin)`: a row version written after the snapshot (the UPDATE waited and
+  // re-checked the newest version, READ COMMITTED) fails the check, so no row is updated.
+  const { rows } = await sql<SessionRow & { cm: ChangedMessage[]; cp: ChangedPart[] }>`
+    with f as (
+      update sessions set fence = fence + 1, updated_at = now()
+      where id = ${sessionId} and tenant_id = ${tenantId}
+        and xmin = (select xmin from sessions where id = ${sessionId} and tenant_id = ${tenantId})
+      returning *
+    )
+    select f.*,
+      (select coalesce(jsonb_agg(jsonb_build_array(id, seq, info, reverted, rev) order by seq), '[]'::jsonb)
+        from messages where session_id = ${sessionId} and tenant_id = ${tenantId} and rev > ${rev}) as cm,
+      (select coalesce(jsonb_agg(jsonb_build_array(id, message_id, seq, data, tokens, rev) order by seq), '[]'::jsonb)
+        from parts where session_id = ${sessionId} and tenant_id = ${tenantId} and rev > ${rev}) as cp
+    from f`.execute(db);
+  const row = rows[0];
+  if (!row) return null;
+  const { cm, cp, ...sessionRow } = row;
+  let max = rev;
+  const messages: Message[] = [];
+  const parts: PartChange[] = [];
+  for (const [id, seq, info, reverted, r] of cm) {
+    if (r > max) max = r;
+    messages.push(
+      messageOf({ k: 'm', id, message_id: null, seq, data: info, reverted, tokens: 0, rev: r }, sessionId),
+    );
+  }
+  for (const [id, messageId, seq, data, tokens, r] of cp) {
+    if (r > max) max = r;
+    const part = partOf(
+      { k: 'p', id, message_id: messageId, seq, data, reverted: false, tokens, rev: r },
+      sessionId,
+    );
+    parts.push({ part, seq });
+  }
+  const session = toSession(sessionRow as SessionRow);
+  return { fence: session.fence, session, changes: { messages, parts, rev: max, lastSeq: session.lastSeq } };
+}
+
+type ChangedMessage = [id: string, seq: number, info: unknown, reverted: boolean, rev: number];
+type ChangedPart = [id: string, messageId: string, seq: number, data: unknown, tokens: number, rev: number];
 
 function messageOf(row: Row, sessionId: string): Message {
   return toMessage({
