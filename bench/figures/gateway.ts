@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
+import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import autocannon, { type Result } from 'autocannon';
 import { figureArgs } from '../lib/args.ts';
@@ -8,6 +9,7 @@ import { forkChild, spawnNode, stopProcess } from '../lib/proc.ts';
 import { emit, log, ratioOf } from '../lib/result.ts';
 import { benchSessions, benchTenant } from '../lib/service.ts';
 import { fmt, summarize } from '../lib/stats.ts';
+import { cpuMsOf } from '../lib/worker-proc.ts';
 
 // Gateway POST /v1/sessions/:id/messages: requests per second with autocannon, 50 connections,
 // round-robin over 200 sessions (so the per-session row lock is not what is measured), workers
@@ -50,7 +52,8 @@ const gateway = spawnNode(
     PORT: String(port),
     HOST: '127.0.0.1',
     LOG_LEVEL: 'warn',
-    // The per-key limiter stays on (one Redis round trip per request) but never refuses.
+    // The per-key limiter stays on but never refuses; at this limit it takes its counts from Redis
+    // in blocks of 10,000 (apps/gateway/src/lib/rate-lease.ts).
     LOOPLINE_RATE_LIMIT_PER_MINUTE: String(10_000_000),
   },
   {
@@ -80,9 +83,15 @@ for (let i = 0; ; i++) {
   await sleep(100);
 }
 
-async function cannon(url: string, seconds: number): Promise<Result> {
+interface Run extends Result {
+  /** CPU (user + system) of the server process per 2xx answer, in ms. */
+  cpuPerRequest: number;
+}
+
+async function cannon(url: string, seconds: number, pid?: number): Promise<Run> {
   let i = 0;
-  return autocannon({
+  const cpu0 = pid === undefined ? Number.NaN : cpuMsOf(pid);
+  const result = await autocannon({
     url,
     connections: CONNECTIONS,
     duration: seconds,
@@ -98,6 +107,8 @@ async function cannon(url: string, seconds: number): Promise<Result> {
       },
     ],
   });
+  const cpu = pid === undefined ? Number.NaN : cpuMsOf(pid) - cpu0;
+  return Object.assign(result, { cpuPerRequest: cpu / Math.max(1, result['2xx']) });
 }
 
 const perSecond = (r: Result) => r['2xx'] / r.duration;
@@ -106,17 +117,25 @@ const durableUrl = `http://127.0.0.1:${durablePort}`;
 await cannon(gatewayUrl, 2);
 await cannon(durableUrl, 2);
 await cannon(`http://127.0.0.1:${xaddPort}`, 2);
-const loop: Result[] = [];
-const durables: Result[] = [];
-const ceiling: Result[] = [];
+const loop: Run[] = [];
+const durables: Run[] = [];
+const ceiling: Run[] = [];
+const loadAverages: string[] = [];
 for (let r = 0; r < args.runs; r++) {
-  loop.push(await cannon(gatewayUrl, DURATION_S));
-  durables.push(await cannon(durableUrl, DURATION_S));
-  ceiling.push(await cannon(`http://127.0.0.1:${xaddPort}`, DURATION_S));
+  loadAverages.push(
+    loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' / '),
+  );
+  loop.push(await cannon(gatewayUrl, DURATION_S, gateway.pid));
+  durables.push(await cannon(durableUrl, DURATION_S, durable.child.pid));
+  ceiling.push(await cannon(`http://127.0.0.1:${xaddPort}`, DURATION_S, xadd.child.pid));
   log(
     `  run ${r + 1}: gateway ${fmt(perSecond(loop[r]!))} req/s (p50 ${loop[r]!.latency.p50} ms, non-2xx ` +
-      `${loop[r]!.non2xx}, errors ${loop[r]!.errors}); bare durable POST ${fmt(perSecond(durables[r]!))} req/s ` +
-      `(non-2xx ${durables[r]!.non2xx}); XADD route ${fmt(perSecond(ceiling[r]!))} req/s`,
+      `${loop[r]!.non2xx}, errors ${loop[r]!.errors}, CPU ${loop[r]!.cpuPerRequest.toFixed(3)} ms/req); ` +
+      `bare durable POST ${fmt(perSecond(durables[r]!))} req/s (non-2xx ${durables[r]!.non2xx}, CPU ` +
+      `${durables[r]!.cpuPerRequest.toFixed(3)} ms/req); XADD route ${fmt(perSecond(ceiling[r]!))} req/s ` +
+      `(load ${loadAverages[r]})`,
   );
 }
 await stopProcess(gateway);
@@ -128,6 +147,8 @@ await purgeNamespace(ns);
 const l = loop.map(perSecond);
 const c = ceiling.map(perSecond);
 const d = durables.map(perSecond);
+const lc = loop.map((x) => x.cpuPerRequest);
+const dc = durables.map((x) => x.cpuPerRequest);
 emit({
   name: 'gateway',
   title: 'Gateway POST …/messages',
@@ -152,28 +173,43 @@ emit({
       target: '— (was ≥ 30 %)',
       met: null,
     },
+    {
+      figure: 'gateway POST …/messages: server CPU per request',
+      note: 'process CPU (user + system) of the server process over a run, per 2xx answer',
+      unit: 'ms',
+      loopline: summarize(lc),
+      ceilingLabel: 'bare durable POST CPU per request',
+      ceiling: summarize(dc),
+      ratio: ratioOf(lc, dc),
+      target: '—',
+      met: null,
+    },
   ],
   details: [
     `autocannon, ${CONNECTIONS} connections, ${DURATION_S} s per run after a 2 s warm-up, round-robin over ` +
       `${SESSIONS} sessions, body ${body.length} bytes; only 2xx answers are counted. Each POST authenticates ` +
-      'the API key, reads the session, appends the message in one transaction (status, seq, message, part), ' +
-      'adds the wake job and publishes the events; workers are off, so the wake jobs only queue. The ' +
-      'per-key rate limiter is on with a limit never reached (LOOPLINE_RATE_LIMIT_PER_MINUTE=10^7, its maximum), ' +
-      'LOG_LEVEL=warn.',
+      'the API key, appends the message in one statement (status, seq, message, part), ' +
+      'publishes the events and adds the wake job (one Redis write); workers are off, so the wake jobs only ' +
+      'queue. The per-key rate limiter is on with a limit never reached (LOOPLINE_RATE_LIMIT_PER_MINUTE=10^7, ' +
+      'its maximum: counts taken from Redis in blocks of 10,000), LOG_LEVEL=warn.',
     '',
     'Ceiling: the bare durable POST (lib/durable-post-server.ts), a Fastify route in a process of its own ' +
       "doing the gateway's durable work and nothing else: the one statement that locks the session row, " +
       'takes the seq, moves idle|error → queued and inserts the message and its text part, then the wake ' +
       'job added with BullMQ (same queue options), pool of 20 as the gateway. No auth, rate limit, ' +
       'validation, token count or event publish. The old ceiling (a Fastify route doing one XADD, no ' +
-      'PostgreSQL) is kept as an extra row. Each run measures the three in this order.',
+      'PostgreSQL) is kept as an extra row. Each run measures the three in this order. CPU per request: ' +
+      "the server process' CPU (user + system, /proc/<pid>/stat) over the run divided by its 2xx answers " +
+      '(PostgreSQL, Redis and autocannon are other processes).',
     '',
-    '| run | gateway req/s | p50 / p99 latency | non-2xx / errors | bare durable POST req/s | p50 / p99 latency | XADD route req/s | p50 / p99 latency |',
-    '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| run | load average | gateway req/s | p50 / p99 latency | non-2xx / errors | CPU/req | bare durable POST req/s | p50 / p99 latency | CPU/req | XADD route req/s | p50 / p99 latency |',
+    '| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...loop.map(
       (g, i) =>
-        `| ${i + 1} | ${fmt(perSecond(g))} | ${g.latency.p50} / ${g.latency.p99} ms | ${g.non2xx} / ${g.errors} | ` +
+        `| ${i + 1} | ${loadAverages[i]} | ${fmt(perSecond(g))} | ${g.latency.p50} / ${g.latency.p99} ms | ${g.non2xx} / ${g.errors} | ` +
+        `${g.cpuPerRequest.toFixed(3)} ms | ` +
         `${fmt(perSecond(durables[i]!))} | ${durables[i]!.latency.p50} / ${durables[i]!.latency.p99} ms | ` +
+        `${durables[i]!.cpuPerRequest.toFixed(3)} ms | ` +
         `${fmt(perSecond(ceiling[i]!))} | ${ceiling[i]!.latency.p50} / ${ceiling[i]!.latency.p99} ms |`,
     ),
   ],

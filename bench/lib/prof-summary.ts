@@ -5,12 +5,14 @@ import { ROOT_DIR } from './proc.ts';
 
 // Summarises .cpuprofile files (from `node --cpu-prof` or bench/out/step.cpuprofile): self time by
 // function, by file and by package, and total (inclusive) time of the top functions.
-// Usage: node bench/lib/prof-summary.ts <file-or-dir> [top=30] [perUnit=<n, e.g. steps>]
+// Usage: node bench/lib/prof-summary.ts <file-or-dir> [top=30] [perUnit=<n, e.g. steps>] [fromMs=0]
+// fromMs leaves out the samples before that offset (e.g. a server's start-up: module loading).
 
-const [target, topArg, unitArg] = process.argv.slice(2);
+const [target, topArg, unitArg, fromArg] = process.argv.slice(2);
 if (!target) throw new Error('usage: prof-summary.ts <file.cpuprofile | dir> [top] [units]');
 const top = Number(topArg ?? 30);
 const units = Number(unitArg ?? 0);
+const fromUs = Number(fromArg ?? 0) * 1000;
 const files = statSync(target).isDirectory()
   ? readdirSync(target)
       .filter((f) => f.endsWith('.cpuprofile'))
@@ -37,9 +39,12 @@ for (const file of files) {
   const totalFn = new Map<string, number>();
   let busy = 0;
   let idle = 0;
+  let at = 0;
   for (let i = 0; i < p.samples.length; i++) {
     const id = p.samples[i]!;
     const ms = (p.timeDeltas[i] ?? 0) / 1000;
+    at += p.timeDeltas[i] ?? 0;
+    if (at < fromUs) continue;
     const f = byId.get(id)!.callFrame;
     if (f.functionName === '(idle)') {
       idle += ms;

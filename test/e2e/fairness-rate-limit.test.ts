@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
 import { sleep } from '../support/wait.ts';
 
-// Gateway request rate per API key: @fastify/rate-limit with its Redis store,
+// Gateway request rate per API key: a fixed-window counter per key in Redis (the gateway's rate-lease),
 // keyed by the authenticated key id, limit from the tenant's requestsPerMinute (else the
 // deployment default). Over it: 429 rate_limited with Retry-After; the next window is open again.
 // The window is shortened to 2 s here.

@@ -86,6 +86,7 @@ export type {
 export {
   type AppendAndQueueInput,
   type AppendAndQueueResult,
+  type AppendedSession,
   type AppendUserMessageInput,
   appendUserMessage,
   appendUserMessageAndQueue,

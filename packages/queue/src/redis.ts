@@ -116,3 +116,14 @@ export function parseClusterNodes(entries: readonly string[]): {
   if (nodes.length === 0) throw new Error('REDIS_CLUSTER_NODES: no nodes');
   return { nodes, redisOptions };
 }
+
+/** Sends this client's commands of the rest of the tick in one socket write (single node only). */
+// Each socket write is a system call; the step queue add follows its awaits of settled promises, so
+// it still falls in the tick. A Cluster client (one connection per node) is left alone.
+export function coalesceWrites(redis: RedisClient): void {
+  if (redis instanceof Cluster || redis.status !== 'ready') return;
+  const stream = redis.stream;
+  if (!stream || stream.writableCorked > 0) return;
+  stream.cork();
+  process.nextTick(() => stream.uncork());
+}

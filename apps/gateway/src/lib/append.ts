@@ -10,7 +10,7 @@ import {
   saveIdempotentResponse,
   type UserPartInput,
 } from '@loopline/db';
-import { publishEvents, WAKE, wakeSession } from '@loopline/queue';
+import { coalesceWrites, publishEvents, WAKE, wakeSession } from '@loopline/queue';
 import type { FastifyBaseLogger } from 'fastify';
 import type { AppDeps } from '../plugins/deps.ts';
 import type { AcceptedMessage } from '../schemas/messages.ts';
@@ -28,8 +28,8 @@ import { RUNNING_STATUSES } from './model-view.ts';
 //    status idle|error → queued, the seq, the message and its parts. With an idempotency row to
 //    save or a refusal to check, it runs in a transaction with them: a refusal (read from the
 //    statement's own status) or a lost idempotency race rolls all of it back.
-// 3. After commit: the wake job, then the events. Events are a live view; a failed publish is
-//    logged, not returned as an error (PostgreSQL holds the truth).
+// 3. After commit: the events and the wake job, sent together (events first). Events are a live
+//    view; a failed publish is logged, not returned as an error (PostgreSQL holds the truth).
 
 export interface AppendInput {
   tenantId: string;
@@ -137,16 +137,21 @@ export async function appendAndWake(
 
   const { message, session, statusChanged } = committed;
   const messageId = message.info.id;
-  await wake(deps, log, tenantId, sessionId, messageId, session.kind);
   const events: SessionEvent[] = [
     { type: 'message.updated', message: message.info },
     ...message.parts.map((part): SessionEvent => ({ type: 'part.updated', part })),
   ];
   if (statusChanged) events.push({ type: 'session.status', status: 'queued' });
+  // Sent before the wake job (same connection, so Redis runs it first: a worker's own events
+  // follow these) and awaited with it, both in one socket write: one wait for both round trips.
+  coalesceWrites(deps.redis);
+  const published = publishEvents(deps.redis, deps.keys, sessionId, events).catch((err: unknown) =>
+    log.warn({ err, tenantId, sessionId, messageId }, 'event publish failed'),
+  );
   try {
-    await publishEvents(deps.redis, deps.keys, sessionId, events);
-  } catch (err) {
-    log.warn({ err, tenantId, sessionId, messageId }, 'event publish failed');
+    await wake(deps, log, tenantId, sessionId, messageId, session.kind);
+  } finally {
+    await published;
   }
   log.info({ tenantId, sessionId, messageId, status: session.status }, 'user message appended');
   return { response: accepted(committed), replayed: false };

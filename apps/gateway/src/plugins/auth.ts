@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { TenantLimits } from '@loopline/core';
-import { authenticateApiKeyCached, cachedApiKey, hashApiKey } from '@loopline/db';
-import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import { type ApiKeyAuth, authenticateApiKeyCached, cachedApiKey, hashApiKey } from '@loopline/db';
+import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler, onRequestHookHandler } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
 import { authGuard } from '../lib/auth-guard.ts';
 import { HttpError } from '../lib/http-error.ts';
@@ -14,6 +14,7 @@ import {
   sessionCookie,
   verifyOperatorSession,
 } from './operator-session.ts';
+import { bindLogContext, routeSessionId } from './request-log.ts';
 
 // Authentication. Tenants: `Authorization: Bearer <api key>` on /v1/*, resolved to the
 // `request.tenant` decorator. Operators: `Bearer <LOOPLINE_OPERATOR_TOKEN>` on /v1/admin/* and
@@ -49,41 +50,56 @@ export function tenantOf(request: FastifyRequest): TenantContext {
   return request.tenant;
 }
 
-export function tenantAuth(deps: GatewayDeps): onRequestAsyncHookHandler {
+export function tenantAuth(deps: GatewayDeps): onRequestHookHandler {
   const cacheMs = deps.authCacheMs ?? 2_000;
   // Failed lookups are throttled per client address and negative-cached (lib/auth-guard.ts).
   const guard = authGuard({
     failuresPerMinute: deps.authThrottle?.failuresPerMinute ?? 30,
     negativeCacheMs: deps.authThrottle?.negativeCacheMs ?? 30_000,
   });
-  return async (request, reply) => {
+  const accept = (request: FastifyRequest, reply: FastifyReply, auth: ApiKeyAuth) => {
+    request.tenant = { id: auth.tenantId, keyId: auth.keyId, limits: auth.limits };
+    // Every later log line of this request (including Fastify's own) carries the tenant, and the
+    // session on /sessions/:id routes: bound here at once, one child logger (request-log.ts).
+    bindLogContext(request, reply, { tenantId: auth.tenantId, sessionId: routeSessionId(request) });
+  };
+  // A callback hook: a key this process has checked within authCacheMs is answered without a
+  // promise or a second hash; only a lookup in PostgreSQL waits.
+  return (request, reply, done) => {
     const key = bearer(request.headers.authorization);
-    if (!key) throw new HttpError('unauthorized', 'Missing API key: send Authorization: Bearer <api key>');
+    if (!key)
+      return done(new HttpError('unauthorized', 'Missing API key: send Authorization: Bearer <api key>'));
     const hash = hashApiKey(key);
     const invalid = () => new HttpError('unauthorized', 'Invalid or revoked API key');
     if (guard.knownBad(hash)) {
       guard.failed(request.ip, undefined);
-      throw invalid();
+      return done(invalid());
     }
     const retryAfter = guard.throttled(request.ip);
-    let auth = retryAfter === undefined ? undefined : cachedApiKey(hash);
-    if (retryAfter !== undefined && !auth) {
+    // A throttled address is still served for a key already known good (from the cache).
+    const cached = retryAfter !== undefined || cacheMs > 0 ? cachedApiKey(hash) : undefined;
+    if (cached) {
+      accept(request, reply, cached);
+      return done();
+    }
+    if (retryAfter !== undefined) {
       reply.header('retry-after', String(retryAfter));
-      throw new HttpError(
-        'rate_limited',
-        `Too many failed authentications from this address; retry in ${retryAfter} s`,
-        { retryAfterSeconds: retryAfter },
+      return done(
+        new HttpError(
+          'rate_limited',
+          `Too many failed authentications from this address; retry in ${retryAfter} s`,
+          { retryAfterSeconds: retryAfter },
+        ),
       );
     }
-    auth ??= await authenticateApiKeyCached(deps.db, key, cacheMs);
-    if (!auth) {
-      guard.failed(request.ip, hash);
-      throw invalid();
-    }
-    request.tenant = { id: auth.tenantId, keyId: auth.keyId, limits: auth.limits };
-    // Every later log line of this request (including Fastify's own) carries the tenant.
-    request.log = request.log.child({ tenantId: auth.tenantId });
-    reply.log = request.log;
+    authenticateApiKeyCached(deps.db, key, cacheMs).then((auth) => {
+      if (!auth) {
+        guard.failed(request.ip, hash);
+        return done(invalid());
+      }
+      accept(request, reply, auth);
+      done();
+    }, done);
   };
 }
 

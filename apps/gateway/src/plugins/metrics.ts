@@ -1,5 +1,5 @@
 import type { Queue } from 'bullmq';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { GatewayMetrics } from '../metrics.ts';
@@ -12,7 +12,7 @@ import { operatorAuth } from './auth.ts';
 
 /** Request counters for every route, installed on the root instance before any route. */
 export function installRequestMetrics(app: FastifyInstance, metrics: GatewayMetrics): void {
-  app.addHook('onResponse', async (request, reply) => {
+  const count = (request: FastifyRequest, reply: FastifyReply) => {
     // The route template, never the raw URL (bounded label values); unknown routes are one series.
     const route = request.routeOptions.url ?? 'unmatched';
     const labels = { method: request.method, route, status: String(reply.statusCode) };
@@ -24,6 +24,11 @@ export function installRequestMetrics(app: FastifyInstance, metrics: GatewayMetr
     if (route === '/v1/sessions' && reply.statusCode === 201) metrics.sessionsCreated.inc(by);
     else if (route === '/v1/sessions/:id/messages' && reply.statusCode === 202)
       metrics.messagesAccepted.inc(by);
+  };
+  // A callback hook: an async one costs a promise per request.
+  app.addHook('onResponse', (request, reply, done) => {
+    count(request, reply);
+    done();
   });
 }
 

@@ -20,7 +20,8 @@ export function genReqId(req: IncomingMessage): string {
 /** Echoes the request id on every response, hijacked ones included. */
 export function installRequestIdEcho(app: FastifyInstance): void {
   // Set on the raw response so hijacked replies (SSE writes its own head) carry it as well.
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.raw.setHeader(REQUEST_ID_HEADER, request.id);
+    done();
   });
 }

@@ -8,13 +8,13 @@ import {
   type UserMessage,
   type WithParts,
 } from '@loopline/core';
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import type { Db, Trx } from '../client.ts';
 import { NotFoundError } from '../errors.ts';
 import { toJson } from '../tables/columns.ts';
 import type { SessionRow } from '../tables/session.table.ts';
 import { withParts } from './history.ts';
-import { messageInfo, partData, type SessionInfo, toMessage, toSession } from './mappers.ts';
+import { messageInfo, partData, type SessionInfo, toMessage } from './mappers.ts';
 import { insertPart } from './parts.ts';
 import { allocateSeq } from './seq.ts';
 
@@ -290,11 +290,70 @@ export interface AppendAndQueueInput {
   midRunIn: readonly SessionStatus[];
 }
 
+/** The session as an append left it: what the caller answers and wakes with. */
+export type AppendedSession = Pick<
+  SessionInfo,
+  'id' | 'tenantId' | 'agentName' | 'status' | 'kind' | 'lastSeq'
+>;
+
 export interface AppendAndQueueResult {
   message: WithParts;
-  session: SessionInfo;
+  session: AppendedSession;
   /** True when the status moved from one of `wakeFrom` to queued. */
   statusChanged: boolean;
+}
+
+// Only what the caller answers and wakes with: each column returned is parsed per request.
+type AppendedRow = Pick<SessionRow, 'agent_name' | 'status' | 'kind' | 'last_seq'> & {
+  prev_status: SessionStatus;
+};
+
+// The statement's text per shape (status lists, part count), built once: a POST pays for its
+// parameters only, not for building and compiling the query again.
+const appendStatements = new Map<string, string>();
+
+function appendStatement(wakeFrom: readonly SessionStatus[], midRunIn: readonly SessionStatus[], n: number) {
+  const shape = `${wakeFrom.join(',')}|${midRunIn.join(',')}|${n}`;
+  let text = appendStatements.get(shape);
+  if (text !== undefined) return text;
+  // Status names are core's literals (never input); quoted all the same.
+  const list = (statuses: readonly SessionStatus[]) =>
+    statuses.length > 0 ? statuses.map((st) => `'${st.replaceAll("'", "''")}'`).join(', ') : 'null';
+  const woken = `prev.status in (${list(wakeFrom)})`;
+  // $1 session, $2 tenant, $3 message id, $4 info; then id, type, data, tokens of each part.
+  const values = Array.from({ length: n }, (_, i) => {
+    const p = 5 + 4 * i;
+    return `(${i}, $${p}::text, $${p + 1}::text, $${p + 2}::jsonb, $${p + 3}::int)`;
+  }).join(', ');
+  text = `with prev as (
+      select status from sessions where id = $1 and tenant_id = $2 for update
+    ), s as (
+      update sessions s set
+        last_seq = s.last_seq + 1,
+        status = case when ${woken} then 'queued' else s.status end,
+        status_detail = case when ${woken} then null else s.status_detail end,
+        error = case when ${woken} then null else s.error end,
+        updated_at = case when ${woken} then now() else s.updated_at end
+      from prev
+      where s.id = $1 and s.tenant_id = $2
+      returning s.id, s.tenant_id, s.agent_name, s.status, s.kind, s.last_seq, prev.status as prev_status
+    ), m as (
+      insert into messages (id, tenant_id, session_id, seq, role, info)
+      select $3, s.tenant_id, s.id, s.last_seq, 'user',
+        $4::jsonb || jsonb_build_object('agent', s.agent_name)
+          || case when s.status in (${list(midRunIn)}) then '{"midRun":true}'::jsonb else '{}'::jsonb end
+      from s
+      returning id
+    ), p as (
+      insert into parts (id, tenant_id, session_id, message_id, type, data, tokens)
+      select v.id, $2, $1, m.id, v.type, v.data, v.tokens
+      from m cross join (values ${values}) as v(ord, id, type, data, tokens)
+      order by v.ord
+      returning id
+    )
+    select agent_name, status, kind, last_seq, prev_status from s`;
+  appendStatements.set(shape, text);
+  return text;
 }
 
 /**
@@ -324,47 +383,20 @@ export async function appendUserMessageAndQueue(
     ({ id: partId, ...rest }) =>
       ({ ...rest, id: partId ?? newId('prt'), sessionId: input.sessionId, messageId: id }) as Part,
   );
-  const list = (statuses: readonly SessionStatus[]) =>
-    statuses.length > 0 ? sql.join(statuses.map((st) => sql.lit(st))) : sql`null`;
-  const woken = sql<boolean>`prev.status in (${list(input.wakeFrom)})`;
-  const values = sql.join(
-    parts.map(
-      (p, i) =>
-        sql`(${i}::int, ${p.id}::text, ${p.type}::text, ${toJson(partData(p))}::jsonb, ${p.tokens}::int)`,
-    ),
-  );
-  const { rows } = await sql<SessionRow & { prev_status: SessionStatus }>`
-    with prev as (
-      select status from sessions where id = ${input.sessionId} and tenant_id = ${input.tenantId} for update
-    ), s as (
-      update sessions s set
-        last_seq = s.last_seq + 1,
-        status = case when ${woken} then 'queued' else s.status end,
-        status_detail = case when ${woken} then null else s.status_detail end,
-        error = case when ${woken} then null else s.error end,
-        updated_at = case when ${woken} then now() else s.updated_at end
-      from prev
-      where s.id = ${input.sessionId} and s.tenant_id = ${input.tenantId}
-      returning s.*, prev.status as prev_status
-    ), m as (
-      insert into messages (id, tenant_id, session_id, seq, role, info)
-      select ${id}, s.tenant_id, s.id, s.last_seq, 'user',
-        ${toJson(base)}::jsonb || jsonb_build_object('agent', s.agent_name)
-          || case when s.status in (${list(input.midRunIn)}) then '{"midRun":true}'::jsonb else '{}'::jsonb end
-      from s
-      returning id
-    ), p as (
-      insert into parts (id, tenant_id, session_id, message_id, type, data, tokens)
-      select v.id, ${input.tenantId}, ${input.sessionId}, m.id, v.type, v.data, v.tokens
-      from m cross join (values ${values}) as v(ord, id, type, data, tokens)
-      order by v.ord
-      returning id
-    )
-    select s.* from s`.execute(db);
+  const parameters: unknown[] = [input.sessionId, input.tenantId, id, toJson(base)];
+  for (const p of parts) parameters.push(p.id, p.type, toJson(partData(p)), p.tokens);
+  const text = appendStatement(input.wakeFrom, input.midRunIn, parts.length);
+  const { rows } = await db.executeQuery<AppendedRow>(CompiledQuery.raw(text, parameters));
   const row = rows[0];
   if (!row) return undefined;
-  const { prev_status: previous, ...sessionRow } = row;
-  const session = toSession(sessionRow as SessionRow);
+  const session: AppendedSession = {
+    id: input.sessionId,
+    tenantId: input.tenantId,
+    agentName: row.agent_name,
+    status: row.status,
+    kind: row.kind,
+    lastSeq: row.last_seq,
+  };
   const info: UserMessage = {
     id,
     sessionId: input.sessionId,
@@ -373,7 +405,7 @@ export async function appendUserMessageAndQueue(
     agent: session.agentName,
     ...(input.midRunIn.includes(session.status) ? { midRun: true } : {}),
   };
-  return { message: { info, parts }, session, statusChanged: input.wakeFrom.includes(previous) };
+  return { message: { info, parts }, session, statusChanged: input.wakeFrom.includes(row.prev_status) };
 }
 
 /** The newest message of the session's live log (not reverted), optionally of one role. */
