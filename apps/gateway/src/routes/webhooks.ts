@@ -97,13 +97,19 @@ export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
           { limit: MAX_WEBHOOK_SUBSCRIPTIONS },
         );
       const secret = !exists || body.rotateSecret ? newWebhookSecret() : undefined;
-      const { subscription, created } = await putWebhookSubscription(
+      const saved = await putWebhookSubscription(
         deps.db,
         tenantId,
         name,
         { url: body.url, eventTypes: body.events, enabled: body.enabled },
         secret ? sealWebhookSecret(deps, tenantId, name, secret) : undefined,
       );
+      if (!saved)
+        throw new HttpError(
+          'conflict',
+          `Webhook subscription ${name} was deleted while it was being updated: retry`,
+        );
+      const { subscription, created } = saved;
       request.log.info({ webhook: name, created, rotated: Boolean(secret && exists) }, 'webhook saved');
       return reply.status(created ? 201 : 200).send({ ...view(subscription), ...(secret ? { secret } : {}) });
     },

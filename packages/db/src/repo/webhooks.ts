@@ -70,14 +70,24 @@ export async function putWebhookSubscription(
   name: string,
   config: { url: string; eventTypes: string[]; enabled: boolean },
   sealedSecret: string | undefined,
-): Promise<{ subscription: WebhookSubscription; created: boolean }> {
-  const existing = await db
-    .selectFrom('webhook_subscriptions')
-    .select('name')
-    .where('tenant_id', '=', tenantId)
-    .where('name', '=', name)
-    .executeTakeFirst();
-  if (!existing && sealedSecret === undefined) throw new Error('a new subscription needs a secret');
+): Promise<{ subscription: WebhookSubscription; created: boolean } | undefined> {
+  // Without a new secret only an existing row is updated (one statement): a subscription deleted
+  // meanwhile gives undefined, never a row without a secret.
+  if (sealedSecret === undefined) {
+    const row = await db
+      .updateTable('webhook_subscriptions')
+      .set({
+        url: config.url,
+        event_types: toJson(config.eventTypes),
+        enabled: config.enabled,
+        updated_at: sql<Date>`now()`,
+      })
+      .where('tenant_id', '=', tenantId)
+      .where('name', '=', name)
+      .returningAll()
+      .executeTakeFirst();
+    return row ? { subscription: toSubscription(row), created: false } : undefined;
+  }
   const row = await db
     .insertInto('webhook_subscriptions')
     .values({
@@ -86,20 +96,22 @@ export async function putWebhookSubscription(
       url: config.url,
       event_types: toJson(config.eventTypes),
       enabled: config.enabled,
-      secret: sealedSecret ?? '',
+      secret: sealedSecret,
     })
     .onConflict((oc) =>
       oc.columns(['tenant_id', 'name']).doUpdateSet((eb) => ({
         url: eb.ref('excluded.url'),
         event_types: eb.ref('excluded.event_types'),
         enabled: eb.ref('excluded.enabled'),
-        ...(sealedSecret !== undefined ? { secret: eb.ref('excluded.secret') } : {}),
+        secret: eb.ref('excluded.secret'),
         updated_at: sql<Date>`now()`,
       })),
     )
     .returningAll()
+    // xmax is 0 on a row this statement inserted, set on one it updated (PostgreSQL's upsert idiom).
+    .returning(sql<boolean>`xmax = 0`.as('inserted'))
     .executeTakeFirstOrThrow();
-  return { subscription: toSubscription(row), created: !existing };
+  return { subscription: toSubscription(row), created: row.inserted };
 }
 
 /** The tenant's subscription with its sealed secret, or undefined. */
