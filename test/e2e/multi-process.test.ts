@@ -302,6 +302,7 @@ describe('two gateways and two workers on one Redis and one PostgreSQL', () => {
     const ids = await Promise.all(Array.from({ length: SESSIONS }, (_, i) => drive(i)));
 
     // Every session: two turns, each a tool round trip (tool call completed, then a final answer).
+    const assistantIds = new Set<string>();
     for (const id of ids) {
       const log = await ok(call(g2.url, key, 'GET', `/v1/sessions/${id}/messages?view=log`), 'history');
       const messages = log.messages as Array<{ info: any; parts: any[] }>;
@@ -320,6 +321,7 @@ describe('two gateways and two workers on one Redis and one PostgreSQL', () => {
       ]);
       expect(toolParts[1].state.output).toContain('Tokyo');
       expect(messages[5]!.info.finish).toBe('stop');
+      for (const m of messages) if (m.info.role === 'assistant') assistantIds.add(m.info.id);
     }
     // Each tool call reached the tool server exactly once.
     expect(tools.calls.size).toBe(SESSIONS * 2);
@@ -330,13 +332,15 @@ describe('two gateways and two workers on one Redis and one PostgreSQL', () => {
     // session moved on skips, so none writes a second row for a later turn's step).
     const rows = await database.db
       .selectFrom('steps')
-      .select(['session_id', 'step', 'kind', 'job_id', 'attempt', 'outcome'])
+      .select(['session_id', 'step', 'kind', 'job_id', 'attempt', 'outcome', 'message_id'])
       .where('session_id', 'in', ids)
       .execute();
     expect(rows.filter((r) => r.kind !== 'step' && r.kind !== 'prune')).toEqual([]);
     expect(new Set(rows.map((r) => `${r.job_id}/${r.attempt}`)).size).toBe(rows.length);
     const stepRows = rows.filter((r) => r.kind === 'step');
     expect(new Set(stepRows.map((r) => `${r.session_id}/${r.step}`)).size).toBe(stepRows.length);
+    // Each model step's row names the assistant message it wrote (the inspector links them).
+    expect(stepRows.filter((r) => !assistantIds.has(r.message_id ?? ''))).toEqual([]);
     const pruneRows = rows.filter((r) => r.kind === 'prune');
     expect(new Set(pruneRows.map((r) => r.job_id)).size).toBe(pruneRows.length);
     expect(stepRows).toHaveLength(SESSIONS * 4);

@@ -78,7 +78,7 @@ export async function startAssistantStep(
     s as (
       insert into steps (id, tenant_id, session_id, step, kind, job_id, attempt, fence, message_id, estimate)
       select ${input.stepRow.id}, ${f.tenantId}, ${f.sessionId}, ${input.step}, 'step', ${input.stepRow.jobId},
-        ${input.stepRow.attempt}, ${f.fence}, null, ${toJsonOrNull(input.stepRow.estimate)}::jsonb
+        ${input.stepRow.attempt}, ${f.fence}, ${info.id}, ${toJsonOrNull(input.stepRow.estimate)}::jsonb
       from f
       on conflict (id) do nothing
       returning id
