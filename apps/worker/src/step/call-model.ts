@@ -34,16 +34,20 @@ import {
 import { type LlmEvent, streamStep } from '@loopline/llm';
 import type { Logger } from 'pino';
 import { isUserAbort } from '../abort-reason.ts';
-import type { WorkerDeps } from '../deps.ts';
+import type { Models } from '../deps.ts';
 import { secondsSince } from '../metrics.ts';
 import { modelFor } from '../model-endpoint.ts';
 import type { RequestMemo } from '../session-cache.ts';
 import { type ResolvedAgent, sessionRatio } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
+import type { ToolRunDeps } from '../tools/run-tools.ts';
 import { runTools, type ToolResultWrite, writeToolResult } from '../tools/run-tools.ts';
 import { attachmentBytes } from './attachments.ts';
 import { overheadOf, type RequestShape } from './request.ts';
 import { DELTA_LINGER_MS, StreamRecorder } from './stream-recorder.ts';
+
+/** What a model call reads: the tool runner's context plus the model endpoints. */
+export type ModelCallDeps = ToolRunDeps & Models;
 
 // One model call in at most three fenced statements: the start (message, step-start, ledger row:
 // the crash marker of docs/durability.md §5); the stream's parts, only when tools with effects run
@@ -83,7 +87,7 @@ export interface CallInput {
 
 /** Runs one model call and its tools for the step, and says how the loop should go on. */
 export async function callModel(
-  deps: WorkerDeps,
+  deps: ModelCallDeps,
   writer: SessionWriter,
   input: CallInput,
 ): Promise<CallOutcome> {
@@ -141,7 +145,7 @@ export async function callModel(
 }
 
 async function callAfterStart(
-  deps: WorkerDeps,
+  deps: ModelCallDeps,
   writer: SessionWriter,
   input: CallInput,
   started: { assistant: AssistantMessage; stepId: string; recorder: StreamRecorder },
