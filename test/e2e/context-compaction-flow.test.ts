@@ -393,6 +393,23 @@ describe('compactions that cannot help are recorded no-ops', () => {
     const s = await client.waitIdle(id);
     expect(s.status, JSON.stringify(s.error)).toBe('idle');
     expect(liveText((await log(client, id)).at(-1))).toBe('fine');
+
+    // A late re-run of the compaction job (BullMQ lost its completion) after the session moved on:
+    // the point is closed, so no second run is recorded (none is left `running`) and no model call.
+    const calls = stack.mock.calls.length;
+    const marker = messages.find((m) => markerOf(m));
+    const rerun = `compact-${id}-${marker.info.id}-late`;
+    await stack.deps.queues.add(
+      'compact',
+      rerun,
+      { tenantId: client.tenantId, sessionId: id, messageId: marker.info.id },
+      { priority: 1 },
+    );
+    const job = await stack.deps.queues.compact.getJob(rerun);
+    await until('the late compaction job', async () => (await job!.getState()) === 'completed');
+    expect((await compactions(stack, id)).map((r) => r.status)).toEqual(['noop']);
+    expect(stack.mock.calls.length).toBe(calls);
+    expect((await client.waitIdle(id)).status).toBe('idle');
   });
 
   it('a repeated /compact with nothing new since the last summary is a no-op', async () => {

@@ -73,7 +73,9 @@ export async function runCompaction(
   }
   const summaryId = summaryMessageId(range.part.id);
   const done = ctx.history.find((m) => m.info.id === summaryId);
-  if (done && isCompletedSummary(done)) {
+  // A point already closed (a summary, or a recorded no-op, which is never pending again): this is
+  // a late re-run of its job (BullMQ lost the completion), so only the follow-up is re-enqueued.
+  if (range.part.noop === true || (done && isCompletedSummary(done))) {
     log.info('compaction already completed; re-enqueueing its follow-up');
     const next: NextMove = ctx.session.status === 'idle' ? 'idle' : 'step';
     if (next === 'step') await wake(deps, tenantId, sessionId, input.markerId, ctx.session.kind);
