@@ -11,7 +11,9 @@ import { forkChild } from './lib/proc.ts';
 //   node bench/model-call-cpu.ts [calls=1000] [lengths=10,100,1000] [other-implementation.ts]
 // With a third argument (a module exporting `streamStep`, e.g. an older revision's stream.ts
 // copied into the tree), both run in the same process, interleaved in rounds, so a busy machine
-// weighs on both alike: "base" is the other module, "this" is @loopline/llm.
+// weighs on both alike: "base" is the other module, "this" is @loopline/llm. With `global-fetch`
+// as the third argument, "base" is @loopline/llm over the global fetch instead of its own HTTP
+// client (http-fetch.ts), to measure what that client saves.
 
 const CALLS = Number(process.argv[2] ?? 1000);
 const LENGTHS = (process.argv[3] ?? '10,100,1000').split(',').map(Number);
@@ -20,7 +22,9 @@ const ROUNDS = 5;
 
 type Impl = typeof streamStep;
 const impls: Array<[string, Impl]> = [['this', streamStep]];
-if (OTHER) {
+const GLOBAL_FETCH = OTHER === 'global-fetch';
+if (GLOBAL_FETCH) impls.unshift(['base', streamStep]);
+else if (OTHER) {
   const mod = (await import(pathToFileURL(path.resolve(OTHER)).href)) as { streamStep: Impl };
   impls.unshift(['base', mod.streamStep]);
 }
@@ -63,10 +67,14 @@ function history(n: number): PromptMessage[] {
   return out;
 }
 
-const models = {
-  chat: createModel('compatible/mock', { apiKey: 'k', baseURL: url }),
-  responses: createModel('openai/mock', { apiKey: 'k', baseURL: url }),
-};
+const modelsWith = (fetch?: typeof globalThis.fetch) => ({
+  chat: createModel('compatible/mock', { apiKey: 'k', baseURL: url, ...(fetch ? { fetch } : {}) }),
+  responses: createModel('openai/mock', { apiKey: 'k', baseURL: url, ...(fetch ? { fetch } : {}) }),
+});
+const models = modelsWith();
+// The model each implementation calls: the global-fetch comparison swaps the HTTP client only.
+const baseModels = GLOBAL_FETCH ? modelsWith(globalThis.fetch) : models;
+const modelOf = (name: string, api: keyof typeof models) => (name === 'base' ? baseModels : models)[api];
 
 async function call(impl: Impl, model: (typeof models)['chat'], messages: PromptMessage[]): Promise<void> {
   let finished = false;
@@ -79,13 +87,13 @@ async function call(impl: Impl, model: (typeof models)['chat'], messages: Prompt
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-for (const [api, model] of Object.entries(models)) {
+for (const api of Object.keys(models) as Array<keyof typeof models>) {
   for (const n of LENGTHS) {
     const messages = history(n);
     const calls = n >= 1000 ? Math.max(50, Math.round(CALLS / 5)) : CALLS;
     const perRound = Math.max(1, Math.round(calls / ROUNDS));
-    for (const [, impl] of impls)
-      for (let i = 0; i < Math.min(200, calls); i++) await call(impl, model, messages);
+    for (const [name, impl] of impls)
+      for (let i = 0; i < Math.min(200, calls); i++) await call(impl, modelOf(name, api), messages);
     const cpu = new Map<string, number[]>(impls.map(([name]) => [name, []]));
     const wall = new Map<string, number[]>(impls.map(([name]) => [name, []]));
     for (let r = 0; r < ROUNDS; r++) {
@@ -93,6 +101,7 @@ for (const [api, model] of Object.entries(models)) {
         await mock.request({ type: 'reset' });
         const c0 = process.cpuUsage();
         const t0 = performance.now();
+        const model = modelOf(name, api);
         for (let i = 0; i < perRound; i++) await call(impl, model, messages);
         const c = process.cpuUsage(c0);
         cpu.get(name)!.push((c.user + c.system) / 1000 / perRound);

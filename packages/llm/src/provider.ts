@@ -5,6 +5,7 @@
 import { createOpenAI } from '@ai-sdk/openai';
 import { LooplineError, MODEL_REF_PATTERN } from '@loopline/core';
 import { defaultSettingsMiddleware, wrapLanguageModel } from 'ai';
+import { httpFetch } from './http-fetch.ts';
 import type { Model } from './prompt.ts';
 
 export interface ModelOptions {
@@ -60,7 +61,9 @@ export function createModel(modelRef: string, opts: ModelOptions = {}): Model {
 function buildModel(modelRef: string, opts: ModelOptions): Model {
   const { provider, id } = parseModelRef(modelRef);
   const api = opts.api ?? (provider === 'openai' ? 'responses' : 'chat');
-  const fetch = opts.fetch ? { fetch: opts.fetch } : {};
+  // Operator endpoints: Loopline's keep-alive node:http client (http-fetch.ts); tenant endpoints:
+  // the egress gate's fetch, passed in.
+  const fetch = { fetch: opts.fetch ?? httpFetch };
   if (api === 'responses') {
     if (!opts.apiKey) throw new LooplineError('ConfigError', `${modelRef} needs an apiKey`);
     const openai = createOpenAI({
