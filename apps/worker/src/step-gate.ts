@@ -5,8 +5,9 @@ import diagnostics from 'node:diagnostics_channel';
 // fence, load, decide, write the start). A permit goes back at the step's first outbound HTTP
 // request or its end, so model calls are never capped; the gate keeps a burst of 1,000 steps from
 // loading every session at once and reaching the model in waves (docs/decisions.md D31). Requests
-// are seen on undici's diagnostics channel (Node's fetch and the undici package both publish there,
-// synchronously in the caller's async context), so the AsyncLocalStorage store is the step's permit.
+// are seen on undici's diagnostics channel (Node's fetch and the undici package both publish there)
+// and on node:http's (the model HTTP client of packages/llm), both synchronously in the caller's
+// async context, so the AsyncLocalStorage store is the step's permit.
 
 interface Permit {
   held: boolean;
@@ -30,6 +31,7 @@ export class StepGate {
     this.limit = limit;
     if (!subscribed) {
       diagnostics.subscribe('undici:request:create', onRequest);
+      diagnostics.subscribe('http.client.request.created', onRequest);
       subscribed = true;
     }
   }

@@ -1,5 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { httpFetch } from '@loopline/llm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StepGate } from '../src/step-gate.ts';
 
@@ -8,9 +9,13 @@ import { StepGate } from '../src/step-gate.ts';
 // that makes no request gives it back when it ends.
 
 let release: () => void = () => undefined;
-const held = new Promise<void>((resolve) => {
-  release = resolve;
-});
+let held = Promise.resolve();
+/** The server holds every answer from now until release(). */
+function hold(): void {
+  held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+}
 let open = 0;
 const server = createServer(async (_req, res) => {
   open++;
@@ -31,27 +36,36 @@ afterAll(() => {
 const tick = () => new Promise((r) => setImmediate(r));
 
 describe('step gate', () => {
-  it('lets `limit` steps prepare at once and frees a permit when the step sends its request', async () => {
-    const gate = new StepGate(2);
-    let preparing = 0;
-    let most = 0;
-    const step = () =>
-      gate.run(async () => {
-        preparing++;
-        most = Math.max(most, preparing);
-        for (let i = 0; i < 5; i++) await tick(); // "loading the session"
-        preparing--;
-        const res = await fetch(url); // the model call: waits here without a permit
-        return res.text();
-      });
-    const steps = Array.from({ length: 10 }, step);
-    // All ten reach the server while it holds every answer: the wait costs no permit.
-    while (open < 10) await tick();
-    expect(most).toBe(2);
-    expect(gate.load).toEqual({ preparing: 0, waiting: 0 });
-    release();
-    expect(await Promise.all(steps)).toEqual(Array(10).fill('ok'));
-  });
+  // The global fetch (undici's channel) and the model HTTP client of packages/llm (node:http's).
+  it.each([
+    ['fetch', globalThis.fetch],
+    ['httpFetch', httpFetch],
+  ])(
+    'lets `limit` steps prepare at once and frees a permit when the step sends its request (%s)',
+    async (_, fetch) => {
+      hold();
+      open = 0;
+      const gate = new StepGate(2);
+      let preparing = 0;
+      let most = 0;
+      const step = () =>
+        gate.run(async () => {
+          preparing++;
+          most = Math.max(most, preparing);
+          for (let i = 0; i < 5; i++) await tick(); // "loading the session"
+          preparing--;
+          const res = await fetch(url); // the model call: waits here without a permit
+          return res.text();
+        });
+      const steps = Array.from({ length: 10 }, step);
+      // All ten reach the server while it holds every answer: the wait costs no permit.
+      while (open < 10) await tick();
+      expect(most).toBe(2);
+      expect(gate.load).toEqual({ preparing: 0, waiting: 0 });
+      release();
+      expect(await Promise.all(steps)).toEqual(Array(10).fill('ok'));
+    },
+  );
 
   it('gives the permit back when a step ends without a request, also when it throws', async () => {
     const gate = new StepGate(1);

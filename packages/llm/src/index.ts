@@ -9,6 +9,7 @@ export {
   retryAfterMs,
 } from './errors.ts';
 export type { LlmEvent, LlmEventType } from './events.ts';
+export { createHttpFetch, httpFetch, MODEL_HTTP_IDLE_TIMEOUT_MS } from './http-fetch.ts';
 export { enableModelTracing } from './model-tracing.ts';
 export {
   agentLimits,
