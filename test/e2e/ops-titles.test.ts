@@ -32,7 +32,9 @@ const titleJobDone = (id: string) =>
   waitFor(
     async () => {
       const job = await titleJob(id);
-      return job && (await job.isCompleted()) && job;
+      if (!job || !(await job.isCompleted())) return false;
+      // Read again: the first read may predate the completion (its attemptsMade still 0).
+      return (await titleJob(id)) ?? false;
     },
     20_000,
     'the title job',

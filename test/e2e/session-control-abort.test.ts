@@ -1,3 +1,4 @@
+import { readEvents } from '@loopline/queue';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sessionQuiet } from '../support/jobs.ts';
 import { type Client, type Stack, startStack, untilStreamed } from '../support/stack.ts';
@@ -102,6 +103,26 @@ describe('abort', () => {
     const text = reply.parts.find((p: any) => p.type === 'text').text;
     expect(text.length).toBeGreaterThan(0);
     expect(text.length).toBeLessThan('word '.repeat(60).length);
+    // Every delta streamed before the abort was published, once and in order, before the reply's
+    // AbortedError: the deltas that were lingering (20 ms, stream-recorder.ts) when the abort cut
+    // the stream went out with it, so a client's live text is the stored text.
+    const events = (await readEvents(stack.deps.redis, stack.deps.keys, id, '0', undefined, 10_000)).map(
+      (e) => e.event,
+    );
+    const textPart = reply.parts.find((p: any) => p.type === 'text');
+    const streamed = events.flatMap((e) =>
+      e.type === 'part.delta' && e.partId === textPart.id ? [e.delta] : [],
+    );
+    expect(streamed.join('')).toBe(text);
+    const aborted = events.findIndex(
+      (e) =>
+        e.type === 'message.updated' &&
+        e.message.id === reply.info.id &&
+        e.message.role === 'assistant' &&
+        e.message.error !== undefined,
+    );
+    const lastDelta = events.findLastIndex((e) => e.type === 'part.delta' && e.partId === textPart.id);
+    expect(aborted).toBeGreaterThan(lastDelta);
     // The partial reply stays in the model view (abort-like errors with real content).
     const view = await client.history(id, 'model');
     expect(JSON.stringify(view.messages)).toContain(text.trim());
