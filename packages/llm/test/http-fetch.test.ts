@@ -84,6 +84,9 @@ describe('httpFetch', () => {
     expect(lastBody).toBe('{"a":1}');
     expect(lastHeaders.authorization).toBe('Bearer k');
     expect(lastHeaders['accept-encoding']).toBe('identity');
+    // A sized body, not chunked: some model servers refuse chunked request bodies.
+    expect(lastHeaders['content-length']).toBe('7');
+    expect(lastHeaders['transfer-encoding']).toBeUndefined();
     expect(lastHeaders['x-skip']).toBeUndefined();
   });
 
