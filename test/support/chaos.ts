@@ -425,9 +425,28 @@ class Poller {
   get(id: string) {
     return this.snapshot.get(id);
   }
+  /**
+   * Snapshots all taken after this call: waits out a poll in flight (it may have read rows before
+   * now), then polls. However long a poll of many sessions takes, the settle check reads fresh rows.
+   */
+  async refresh(): Promise<void> {
+    const after = Date.now();
+    while (this.ids.size > 0 && this.completedStart < after) {
+      if (this.inFlight) await this.inFlight;
+      else await this.poll();
+    }
+  }
+  private inFlight: Promise<void> | undefined;
+  /** When the newest finished poll began (a failed one too: the stale count then tells). */
+  private completedStart = 0;
   async poll() {
     if (this.running || this.ids.size === 0) return;
     this.running = true;
+    const done = this.pollOnce();
+    this.inFlight = done;
+    await done;
+  }
+  private async pollOnce() {
     const at = Date.now();
     try {
       const { rows } = await sql<{
@@ -456,6 +475,8 @@ class Poller {
       // the next poll tries again
     } finally {
       this.running = false;
+      this.inFlight = undefined;
+      this.completedStart = at;
     }
   }
   /** Resolves when the session, as seen after `since`, is idle with its newest user turn answered, or in error. */
@@ -1085,22 +1106,33 @@ export async function runChaos(cfg: ChaosConfig): Promise<ChaosResult> {
     for (const e of expectations) poller.watch(e.sessionId);
     const settleDeadline = Date.now() + cfg.settleTimeoutMs;
     let settled = false;
+    let last = { notAtRest: [] as string[], busy: 0, stale: 0 };
     while (Date.now() < settleDeadline) {
       const since = Date.now();
-      await sleep(300); // the settle check's pace (fresh snapshots after `since`)
-      const snapshotsFresh = expectations.every((e) => (poller.get(e.sessionId)?.at ?? 0) > since);
-      const atRest = expectations.every((e) => {
-        const p = poller.get(e.sessionId);
-        return p && ((p.status === 'idle' && p.lastAnswer > p.lastUser) || p.status === 'error');
-      });
+      await sleep(300); // the settle check's pace
+      // A poll of many sessions can take longer than the pace: wait for one begun after `since`.
+      await poller.refresh();
+      const stale = expectations.filter((e) => (poller.get(e.sessionId)?.at ?? 0) <= since).length;
+      const notAtRest = expectations
+        .filter((e) => {
+          const p = poller.get(e.sessionId);
+          return !(p && ((p.status === 'idle' && p.lastAnswer > p.lastUser) || p.status === 'error'));
+        })
+        .map((e) => `${e.sessionId} (${poller.get(e.sessionId)?.status ?? '?'})`);
       const busy = await busyJobs(stack.deps.queues);
-      if (snapshotsFresh && atRest && busy === 0) {
+      last = { notAtRest, busy, stale };
+      if (stale === 0 && notAtRest.length === 0 && busy === 0) {
         settled = true;
         break;
       }
     }
     if (!settled)
-      harness.push({ invariant: 'end-state', message: `not settled within ${cfg.settleTimeoutMs} ms` });
+      harness.push({
+        invariant: 'end-state',
+        message:
+          `not settled within ${cfg.settleTimeoutMs} ms: ${last.notAtRest.length} sessions not at rest ` +
+          `[${last.notAtRest.slice(0, 5).join(', ')}], ${last.busy} jobs still to run, ${last.stale} stale snapshots`,
+      });
     reconcilerOn = false;
     await reconcilerDone;
     clearInterval(housekeeping);
