@@ -228,7 +228,9 @@ export {
   providerRetry,
   retryDelayMs,
   retryDetail,
+  SUMMARY_ATTEMPTS,
   stepsThisTurn,
+  summaryRetryDelay,
   trailingInterruptedSteps,
   trailingProviderErrors,
 } from './session/step-budget.ts';

@@ -5,7 +5,9 @@ import {
   providerRetry,
   retryDelayMs,
   retryDetail,
+  SUMMARY_ATTEMPTS,
   stepsThisTurn,
+  summaryRetryDelay,
   trailingInterruptedSteps,
   trailingProviderErrors,
 } from '../src/session/step-budget.ts';
@@ -87,6 +89,27 @@ describe('retryDelayMs', () => {
   it("never waits less than the provider's Retry-After", () => {
     expect(retryDelayMs(1, 7_000)).toBe(7_000);
     expect(retryDelayMs(20, 45_000)).toBe(45_000);
+  });
+});
+
+describe('summaryRetryDelay', () => {
+  const retryable = { kind: 'retryable' };
+  it('retries a retryable failure until the attempts are spent, backing off from 500 ms', () => {
+    expect(SUMMARY_ATTEMPTS).toBe(3);
+    expect([1, 2].map((n) => summaryRetryDelay(n, retryable, false))).toEqual([500, 1_000]);
+    expect(summaryRetryDelay(SUMMARY_ATTEMPTS, retryable, false)).toBeUndefined();
+  });
+
+  it('never retries an overflow, a terminal error or an aborted run', () => {
+    expect(summaryRetryDelay(1, { kind: 'overflow' }, false)).toBeUndefined();
+    expect(summaryRetryDelay(1, { kind: 'terminal' }, false)).toBeUndefined();
+    expect(summaryRetryDelay(1, { kind: 'aborted' }, false)).toBeUndefined();
+    expect(summaryRetryDelay(1, retryable, true)).toBeUndefined();
+  });
+
+  it("waits the provider's Retry-After, but never more than 5 s (the session is held compacting)", () => {
+    expect(summaryRetryDelay(1, { kind: 'retryable', retryAfterMs: 2_000 }, false)).toBe(2_000);
+    expect(summaryRetryDelay(2, { kind: 'retryable', retryAfterMs: 60_000 }, false)).toBe(5_000);
   });
 });
 

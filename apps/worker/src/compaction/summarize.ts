@@ -7,6 +7,7 @@ import {
   MESSAGE_FRAMING_TOKENS,
   type ModelLimits,
   type ModelMessage,
+  summaryRetryDelay,
   type Tokenizer,
   type Usage,
 } from '@loopline/core';
@@ -58,10 +59,6 @@ export interface SummarizeInput {
   tenantId?: string;
 }
 
-/** Tries per request when the provider answers with a retryable error (429, 5xx, network). */
-export const SUMMARY_ATTEMPTS = 3;
-const MAX_BACKOFF_MS = 5_000;
-
 /** Makes one summary request of the compaction agent; never throws for a provider failure. */
 export async function summarize(
   deps: Models & Store & Tokens & Metered & Hooks,
@@ -80,11 +77,10 @@ export async function summarize(
   for (let attempt = 1; ; attempt++) {
     const out = await summarizeOnce(deps, input);
     // Only the successful attempt's parts are live; a failed one's were retired in summarizeOnce.
-    if (out.ok || out.error.kind !== 'retryable' || attempt >= SUMMARY_ATTEMPTS || input.signal.aborted) {
-      return { ...out, requests: attempt };
-    }
-    const backoff = Math.min(MAX_BACKOFF_MS, Math.max(out.error.retryAfterMs ?? 0, 500 * 2 ** (attempt - 1)));
-    await sleep(backoff, undefined, { signal: input.signal }).catch(() => undefined);
+    // Whether and when to try again is core's policy (summaryRetryDelay).
+    const delay = out.ok ? undefined : summaryRetryDelay(attempt, out.error, input.signal.aborted);
+    if (delay === undefined) return { ...out, requests: attempt };
+    await sleep(delay, undefined, { signal: input.signal }).catch(() => undefined);
   }
 }
 

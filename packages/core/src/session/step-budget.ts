@@ -79,6 +79,27 @@ export function retryDelayMs(attempt: number, retryAfterMs: number): number {
   return Math.max(retryAfterMs, backoff);
 }
 
+/** Tries per summary request when the provider answers with a retryable error (429, 5xx, network). */
+export const SUMMARY_ATTEMPTS = 3;
+/** A summary retry waits at most this long: the session is held compacting meanwhile. */
+const SUMMARY_MAX_BACKOFF_MS = 5_000;
+
+/**
+ * After a summary request's `attempt`-th failure: the wait before the next try, or undefined when
+ * there is none (not retryable, the attempts are spent, or the run was aborted). Backoff from 500 ms,
+ * at least the provider's Retry-After, both capped at 5 s: a compaction holds its session, so a
+ * longer wait is better spent on the ladder's next rung.
+ */
+export function summaryRetryDelay(
+  attempt: number,
+  error: { kind: string; retryAfterMs?: number | undefined },
+  aborted: boolean,
+): number | undefined {
+  if (error.kind !== 'retryable' || attempt >= SUMMARY_ATTEMPTS || aborted) return undefined;
+  const backoff = 500 * 2 ** Math.max(0, attempt - 1);
+  return Math.min(SUMMARY_MAX_BACKOFF_MS, Math.max(error.retryAfterMs ?? 0, backoff));
+}
+
 /** `provider 429, retry 3/8 in 4 s` (no retry left: the next step ends the session). */
 export function retryDetail(cause: string, n: number, max: number, delayMs: number): string {
   if (n >= max) return `provider ${cause}, no retries left (${n}/${max})`;
