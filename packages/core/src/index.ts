@@ -246,12 +246,19 @@ export { ingestCap, truncateToolOutput, utf8Length } from './session/truncate.ts
 export {
   buildCompactionInput,
   buildMergeInput,
+  CHUNK_ROUNDS,
+  type ChunkRound,
   chunkForSummary,
+  chunkRound,
   compactionInputTokens,
+  firstChunkBudget,
+  MAX_CHUNKS,
+  MIN_CHUNK_TOKENS,
   previousSummary,
   projectAfterCompaction,
   replayRequest,
   summaryText,
+  summaryWindow,
 } from './session/compaction.ts';
 export {
   type CompactionPlan,

@@ -2,11 +2,17 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import {
   buildCompactionInput,
   buildMergeInput,
+  CHUNK_ROUNDS,
   chunkForSummary,
+  chunkRound,
   compactionInputTokens,
+  firstChunkBudget,
+  MAX_CHUNKS,
+  MIN_CHUNK_TOKENS,
   previousSummary,
   projectAfterCompaction,
   replayRequest,
+  summaryWindow,
 } from '../src/session/compaction.ts';
 import { filterCompacted } from '../src/session/history.ts';
 import { CONTINUE_TEXT } from '../src/session/placeholders.ts';
@@ -141,6 +147,44 @@ describe('after compaction', () => {
         resendsReasoning: true,
       }),
     ).toBe(2 * (1_920 + question));
+  });
+});
+
+describe('chunk rounds of the chunked summary', () => {
+  const m = (tokens: number) => user([p.text('x', { tokens })]);
+  const tokensOf = (chunk: ReturnType<typeof m>[]) => chunk.reduce((s, x) => s + compactionInputTokens(x), 0);
+
+  it('sizes the first round to 90 % of the window at the ratio, less the fixed prompt', () => {
+    expect(summaryWindow({ context: 10_000, output: 2_000, input: 0 })).toBe(8_000);
+    expect(summaryWindow({ context: 10_000, output: 2_000, input: 6_000 })).toBe(6_000);
+    expect(firstChunkBudget({ context: 10_000, output: 2_000, input: 0 }, 1.25, 400)).toBe(5_360);
+  });
+
+  it('halves the chunk size each round, and every chunk of a round fits its size', () => {
+    const head = Array.from({ length: 20 }, () => m(300));
+    const sizes: number[] = [];
+    for (let round = 0; ; round++) {
+      const plan = chunkRound(head, round, 2_400);
+      if (!plan || 'gaveUp' in plan) break;
+      sizes.push(plan.budget);
+      for (const chunk of plan.chunks) expect(tokensOf(chunk)).toBeLessThanOrEqual(plan.budget);
+    }
+    expect(sizes).toEqual([2_400, 1_200, 600]);
+    expect(sizes).toHaveLength(CHUNK_ROUNDS);
+  });
+
+  it('stops below the smallest useful chunk, and for an empty head', () => {
+    expect(chunkRound([m(100)], 0, MIN_CHUNK_TOKENS - 1)).toBeUndefined();
+    expect(chunkRound([m(100)], 1, MIN_CHUNK_TOKENS * 2 - 1)).toBeUndefined();
+    expect(chunkRound([], 0, 10_000)).toBeUndefined();
+  });
+
+  it('gives up when one message is larger than a chunk, or the head needs too many chunks', () => {
+    expect(chunkRound([m(100), m(5_000)], 0, 1_000)).toEqual({
+      gaveUp: 'one message alone is larger than the summary model window',
+    });
+    const long = Array.from({ length: MAX_CHUNKS + 1 }, () => m(900));
+    expect(chunkRound(long, 0, 1_000)).toEqual({ gaveUp: `the head needs more than ${MAX_CHUNKS} chunks` });
   });
 });
 

@@ -2,11 +2,10 @@ import {
   addUsage,
   buildCompactionInput,
   buildMergeInput,
-  chunkForSummary,
-  compactionInputTokens,
+  chunkRound,
   emptyUsage,
   exceedsWindow,
-  OUTPUT_TOKEN_MAX,
+  firstChunkBudget,
   type SummaryPromptInput,
   type Usage,
   type WithParts,
@@ -37,13 +36,6 @@ export interface HeadSummaryInput {
   summaryMessageId: string;
   signal: AbortSignal;
 }
-
-/** Halvings of the chunk size tried before giving up on chunking. */
-export const CHUNK_ROUNDS = 3;
-/** More partial summaries than this are not worth their cost: the structural rung takes over. */
-export const MAX_CHUNKS = 12;
-/** Below this chunk size a summary says little more than the structural one. */
-export const MIN_CHUNK_TOKENS = 256;
 
 /** Summarises a head with the LLM rungs (whole, or chunked then merged). */
 export async function summarizeHead(
@@ -76,7 +68,7 @@ async function summarizeInChunks(
 ): Promise<HeadSummary> {
   const { model, ratio, head, signal } = input;
   const fixed = requestTokens(deps.tokenizer, buildCompactionInput([], input.prompt));
-  let budget = Math.floor((windowOf(model) / ratio) * 0.9) - fixed;
+  const first = firstChunkBudget(model.limits, ratio, fixed);
   let usage = emptyUsage();
   let requests = before;
   const gaveUp = (message: string): HeadSummary => ({
@@ -86,18 +78,12 @@ async function summarizeInChunks(
     partIds: [],
     requests,
   });
-  for (
-    let round = 0;
-    round < CHUNK_ROUNDS && budget >= MIN_CHUNK_TOKENS;
-    round++, budget = Math.floor(budget / 2)
-  ) {
-    const chunks = chunkForSummary(head, budget);
-    if (chunks.length === 0) break;
-    if (chunks.length > MAX_CHUNKS) return gaveUp(`the head needs more than ${MAX_CHUNKS} chunks`);
-    // A single message larger than a chunk does not shrink by halving.
-    if (chunks.some((chunk) => chunk.reduce((s, m) => s + compactionInputTokens(m), 0) > budget)) {
-      return gaveUp('one message alone is larger than the summary model window');
-    }
+  // Core's chunk rounds (chunkRound): each a chunk size half the last; this loop makes the requests.
+  for (let round = 0; ; round++) {
+    const plan = chunkRound(head, round, first);
+    if (!plan) break;
+    if ('gaveUp' in plan) return gaveUp(plan.gaveUp);
+    const { chunks } = plan;
     const partials: string[] = [];
     let rejected = false;
     for (const chunk of chunks) {
@@ -148,13 +134,6 @@ async function summarizeInChunks(
 
 function persistTo(input: HeadSummaryInput) {
   return { writer: input.writer, messageId: input.summaryMessageId };
-}
-
-/** The largest request the model takes: its input limit, else context minus the requested output. */
-function windowOf(model: SummaryModel): number {
-  const { limits } = model;
-  const maxOutput = Math.min(limits.output, OUTPUT_TOKEN_MAX) || OUTPUT_TOKEN_MAX;
-  return limits.input || Math.max(0, limits.context - maxOutput);
 }
 
 function failed(out: Extract<SummaryOutcome, { ok: false }>, usage: Usage, requests: number): HeadSummary {

@@ -2,7 +2,7 @@
 // the text appended afterwards, the projected size that decides whether a rung was enough, and
 // the chunking used when the head itself is too large for one request. The job runs the ladder.
 
-import { COMPACTION_TOOL_OUTPUT_CHARS } from '../config.ts';
+import { COMPACTION_TOOL_OUTPUT_CHARS, type ModelLimits, OUTPUT_TOKEN_MAX } from '../config.ts';
 import type { WithParts } from '../schema/message.ts';
 import type { Part } from '../schema/part.ts';
 import { compactionPartOf, isCompletedSummary } from './history.ts';
@@ -147,4 +147,46 @@ export function chunkForSummary(head: WithParts[], maxTokensPerChunk: number): W
   }
   if (current.length > 0) chunks.push(current);
   return chunks;
+}
+
+// The chunked LLM rung's policy (docs/context.md §5.6): a head too large for one summary request
+// is summarised in chunks (map), then merged; a chunk the provider still rejects halves the chunk
+// size, a few times at most. The worker performs the requests (compaction/head-summary.ts).
+
+/** Halvings of the chunk size tried before giving up on chunking. */
+export const CHUNK_ROUNDS = 3;
+/** More partial summaries than this are not worth their cost: the structural rung takes over. */
+export const MAX_CHUNKS = 12;
+/** Below this chunk size a summary says little more than the structural one. */
+export const MIN_CHUNK_TOKENS = 256;
+
+/** The largest request a summary model takes: its input limit, else context minus the requested output. */
+export function summaryWindow(limits: ModelLimits): number {
+  const maxOutput = Math.min(limits.output, OUTPUT_TOKEN_MAX) || OUTPUT_TOKEN_MAX;
+  return limits.input || Math.max(0, limits.context - maxOutput);
+}
+
+/** The first round's chunk size (tiktoken): 90 % of the window at the provider ratio, less the fixed prompt. */
+export function firstChunkBudget(limits: ModelLimits, ratio: number, fixedTokens: number): number {
+  return Math.floor((summaryWindow(limits) / ratio) * 0.9) - fixedTokens;
+}
+
+/** One round of chunking: its chunks at its size, or why chunking gives up now. */
+export type ChunkRound = { chunks: WithParts[][]; budget: number } | { gaveUp: string };
+
+/**
+ * Round `round` (0-based) of the chunked rung, its size halved from `firstBudget` each round;
+ * undefined when no round is left (the rounds are spent, the size is too small or the head empty).
+ */
+export function chunkRound(head: WithParts[], round: number, firstBudget: number): ChunkRound | undefined {
+  const budget = Math.floor(firstBudget / 2 ** round);
+  if (round >= CHUNK_ROUNDS || budget < MIN_CHUNK_TOKENS) return undefined;
+  const chunks = chunkForSummary(head, budget);
+  if (chunks.length === 0) return undefined;
+  if (chunks.length > MAX_CHUNKS) return { gaveUp: `the head needs more than ${MAX_CHUNKS} chunks` };
+  // A single message larger than a chunk does not shrink by halving.
+  if (chunks.some((chunk) => chunk.reduce((s, m) => s + compactionInputTokens(m), 0) > budget)) {
+    return { gaveUp: 'one message alone is larger than the summary model window' };
+  }
+  return { chunks, budget };
 }
