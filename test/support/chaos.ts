@@ -403,7 +403,10 @@ class Poller {
   private timer: NodeJS.Timeout | undefined;
   private readonly ids = new Set<string>();
   private readonly db: Db;
-  private running = false;
+  /** The poll running now: a tick while it runs adds none, refresh() waits for it. */
+  private inFlight: Promise<void> | undefined;
+  /** When the newest finished poll began (a failed one too: the stale count then tells). */
+  private completedStart = 0;
   constructor(db: Db) {
     this.db = db;
   }
@@ -426,25 +429,21 @@ class Poller {
     return this.snapshot.get(id);
   }
   /**
-   * Snapshots all taken after this call: waits out a poll in flight (it may have read rows before
-   * now), then polls. However long a poll of many sessions takes, the settle check reads fresh rows.
+   * Returns once a poll begun after this call has finished: a poll in flight may have read its
+   * rows before now, so it is waited out and another one run. However long a poll of many
+   * sessions takes, the settle check then reads fresh rows.
    */
   async refresh(): Promise<void> {
     const after = Date.now();
-    while (this.ids.size > 0 && this.completedStart < after) {
-      if (this.inFlight) await this.inFlight;
-      else await this.poll();
-    }
+    while (this.ids.size > 0 && this.completedStart < after) await this.poll();
   }
-  private inFlight: Promise<void> | undefined;
-  /** When the newest finished poll began (a failed one too: the stale count then tells). */
-  private completedStart = 0;
-  async poll() {
-    if (this.running || this.ids.size === 0) return;
-    this.running = true;
-    const done = this.pollOnce();
-    this.inFlight = done;
-    await done;
+  /** Starts a poll, or returns the one in flight. */
+  poll(): Promise<void> {
+    if (this.inFlight || this.ids.size === 0) return this.inFlight ?? Promise.resolve();
+    this.inFlight = this.pollOnce().finally(() => {
+      this.inFlight = undefined;
+    });
+    return this.inFlight;
   }
   private async pollOnce() {
     const at = Date.now();
@@ -474,8 +473,6 @@ class Poller {
     } catch {
       // the next poll tries again
     } finally {
-      this.running = false;
-      this.inFlight = undefined;
       this.completedStart = at;
     }
   }
