@@ -1,7 +1,7 @@
 // The model call's HTTP client for operator-configured endpoints: a `fetch` for the AI SDK's
 // `fetch` option, on node:http(s) with keep-alive agents instead of the global fetch. The global
-// fetch (undici's WHATWG implementation) cost about 1 ms of CPU per call more in the bench
-// (bench/profile-findings.md, round 5), a fifth of a step's model call at 100 messages.
+// fetch (undici's WHATWG implementation) cost 0.2–0.9 ms of CPU per call more at 10–100 messages,
+// about a fifth of the call, and no more at 1,000 (bench/profile-findings.md, round 5).
 // It keeps what the SDK and classifyError read of fetch: a real Response whose body is a web
 // stream; a refused connection is `TypeError('fetch failed', { cause })` and a cut body
 // `TypeError('terminated', { cause })`, so network codes are found on the cause as before; an
