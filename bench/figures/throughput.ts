@@ -9,6 +9,7 @@ import { freshDatabase, namespace, purgeNamespace, rssOf, sleep } from '../lib/i
 import { forkChild, OUT_DIR, stopProcess } from '../lib/proc.ts';
 import { emit, log, type Row, ratioOf } from '../lib/result.ts';
 import { benchSessions, benchTenant, sendAll, startService } from '../lib/service.ts';
+import { type ServiceCpu, serviceCpu, serviceCpuPer } from '../lib/service-cpu.ts';
 import { fmt, median, summarize } from '../lib/stats.ts';
 import { cpuMsOf, spawnWorker, stepConcurrencyOf, WORKER_NODE_ARGS, workerEnv } from '../lib/worker-proc.ts';
 
@@ -37,6 +38,8 @@ interface LoopRun {
   stepsPerSecond: number;
   /** Worker CPU (user + system) per step in the window, ms. */
   cpuPerStep: number;
+  /** PostgreSQL's and Redis' CPU per step in the window, ms. */
+  services: ServiceCpu;
   peakRss: number;
   windowRss: number;
   ready: number;
@@ -79,16 +82,19 @@ async function loopRun(sessions: number, concurrency?: number): Promise<LoopRun>
     await sleep(WARMUP_MS);
     const c0 = await count();
     const cpu0 = cpuMsOf(worker.pid!);
+    const s0 = serviceCpu();
     const w0 = performance.now();
     await sleep(WINDOW_MS);
     const c1 = await count();
     const cpu1 = cpuMsOf(worker.pid!);
+    const s1 = serviceCpu();
     const w1 = performance.now();
     const peak = worker.pid ? (rssOf(worker.pid)?.peak ?? Number.NaN) : Number.NaN;
     const inWindow = samples.filter((s) => s.at >= w0).map((s) => s.rss);
     return {
       stepsPerSecond: ((c1 - c0) * 1000) / (w1 - w0),
       cpuPerStep: (cpu1 - cpu0) / Math.max(1, c1 - c0),
+      services: serviceCpuPer(s0, s1, c1 - c0),
       peakRss: peak,
       windowRss: Math.max(...inWindow),
       ready,
@@ -104,6 +110,7 @@ interface CeilingRun {
   stepsPerSecond: number;
   /** The chain process' CPU per job in the window, ms. */
   cpuPerStep: number;
+  services: ServiceCpu;
 }
 
 async function ceilingRun(kind: ChainKind, chains: number): Promise<CeilingRun> {
@@ -127,13 +134,16 @@ async function ceilingRun(kind: ChainKind, chains: number): Promise<CeilingRun> 
     await sleep(WARMUP_MS);
     const c0 = await done();
     const cpu0 = await cpu();
+    const s0 = serviceCpu();
     const w0 = performance.now();
     await sleep(WINDOW_MS);
     const c1 = await done();
     const cpu1 = await cpu();
+    const s1 = serviceCpu();
     return {
       stepsPerSecond: ((c1 - c0) * 1000) / (performance.now() - w0),
       cpuPerStep: (cpu1 - cpu0) / Math.max(1, c1 - c0),
+      services: serviceCpuPer(s0, s1, c1 - c0),
     };
   } finally {
     await stopProcess(child.child, 5_000);
@@ -246,6 +256,22 @@ const rows: Row[] = [
     met: null,
     note: 'process CPU (user + system) of the worker process over the window, per step',
   },
+  ...(['postgres', 'redis'] as const).map(
+    (server): Row => ({
+      figure: `steps/s: ${server === 'postgres' ? 'PostgreSQL' : 'Redis'} CPU per step, 1,000 sessions`,
+      unit: 'ms',
+      loopline: summarize(at1000.map((r) => r.services[server])),
+      ceilingLabel: 'same for the bare durable chain',
+      ceiling: summarize(durable1000.map((r) => r.services[server])),
+      ratio: ratioOf(
+        at1000.map((r) => r.services[server]),
+        durable1000.map((r) => r.services[server]),
+      ),
+      target: '—',
+      met: null,
+      note: `CPU of every ${server === 'postgres' ? '`postgres`' : '`redis-server`'} process over the window, per step`,
+    }),
+  ),
   {
     figure: `worker RSS, 1,000 concurrent sessions (step concurrency ${CONCURRENCY})`,
     unit: 'MiB',
@@ -283,6 +309,20 @@ emit({
       '(/proc/<pid>/stat for the worker, process.cpuUsage for the ceiling).',
     '',
     `The worker process alone, started and idle (no session): ${fmt(idle)} MiB RSS.`,
+    '',
+    'PostgreSQL and Redis CPU per step: the CPU of every `postgres` and `redis-server` process on the ' +
+      'machine (lib/service-cpu.ts) over the same window, divided by the steps in it. Per run, 100 / 1,000 ' +
+      'sessions, Loopline then the bare durable chain: ' +
+      at100
+        .map(
+          (a, i) =>
+            `run ${i + 1}: PostgreSQL ${fmt(a.services.postgres)} / ${fmt(at1000[i]!.services.postgres)} ms vs ` +
+            `${fmt(durable100[i]!.services.postgres)} / ${fmt(durable1000[i]!.services.postgres)} ms, Redis ` +
+            `${fmt(a.services.redis)} / ${fmt(at1000[i]!.services.redis)} ms vs ${fmt(durable100[i]!.services.redis)} / ` +
+            `${fmt(durable1000[i]!.services.redis)} ms`,
+        )
+        .join('; ') +
+      '.',
     '',
     '| run | durable chain 100 steps/s (CPU/step) | 100 sessions steps/s (CPU/step) | RSS peak | durable chain 1,000 steps/s (CPU/step) | 1,000 sessions steps/s (CPU/step) | RSS peak | RSS max in window | bare chain 100 steps/s |',
     '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',

@@ -28,7 +28,11 @@ export async function main(): Promise<void> {
 
   // A POST …/messages holds a connection for one statement; 20 (DB_POOL_MAX, as the worker) keeps
   // 50 concurrent requests from queueing for the db default of 10.
-  const db = createDb(env.DATABASE_URL, { applicationName: 'loopline-gateway', max: env.DB_POOL_MAX });
+  const db = createDb(env.DATABASE_URL, {
+    applicationName: 'loopline-gateway',
+    max: env.DB_POOL_MAX,
+    preparedStatements: env.DB_PREPARED_STATEMENTS,
+  });
   // Fastify's logger exists once the app is built; the boot step logs with the same pino settings.
   const bootLogger = pino({ ...loggerOptions(env.LOG_LEVEL), name: 'gateway' });
   // OpenTelemetry traces when OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_TRACES_EXPORTER) asks for them;

@@ -33,7 +33,10 @@ export function depsFromEnv(
   const keys = keySpace(env.LOOPLINE_NAMESPACE);
   const metrics = createWorkerMetrics({ tenantLabels: env.LOOPLINE_METRICS_TENANT_LABELS });
   return {
-    db: createDb(env.DATABASE_URL, { max: env.DB_POOL_MAX }),
+    db: createDb(env.DATABASE_URL, {
+      max: env.DB_POOL_MAX,
+      preparedStatements: env.DB_PREPARED_STATEMENTS,
+    }),
     redis,
     keys,
     queues: createQueues(redis, keys),

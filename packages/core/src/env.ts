@@ -220,6 +220,11 @@ export const databaseEnv = z.object({
     'PostgreSQL (created and migrated on start)',
   ),
   DB_POOL_MAX: envInt(20, 'PostgreSQL connections of this process', { min: 1, max: 1_000 }),
+  DB_PREPARED_STATEMENTS: envInt(
+    100,
+    'statements a PostgreSQL connection repeats that it keeps prepared (parsed once); 0 = off, for a transaction-pooling proxy that does not track prepared statements (PgBouncer before 1.21)',
+    { min: 0, max: 10_000 },
+  ),
 });
 
 export const redisEnv = z.object({

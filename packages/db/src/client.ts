@@ -1,5 +1,6 @@
 import { Kysely, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
+import { DEFAULT_PREPARED_PER_CONNECTION, prepareRepeatedStatements } from './prepared.ts';
 import type { DB } from './schema.ts';
 
 // The connection pool. Owns type parsing (int8 → number, jsonb → object, timestamptz → Date);
@@ -18,6 +19,11 @@ export interface CreateDbOptions {
    * node-postgres would crash the process; the next query fails instead and is retried by its job.
    */
   onError?: (error: Error) => void;
+  /**
+   * Named prepared statements per connection for the statements it repeats (prepared.ts; default
+   * 100, 0 = off, as for a transaction-pooling proxy that does not track them).
+   */
+  preparedStatements?: number;
 }
 
 const INT8_OID = 20;
@@ -43,7 +49,10 @@ export function createDb(url: string, opts: CreateDbOptions = {}): Db {
   // A client checked out inside a transaction emits 'error' when its backend is terminated
   // (pg_terminate_backend, a PostgreSQL restart); unhandled, that would crash the process. The
   // statement in flight fails on its own (the job retries) and the pool drops the dead client.
-  pool.on('connect', (client) => client.on('error', (error) => opts.onError?.(error)));
+  pool.on('connect', (client) => {
+    client.on('error', (error) => opts.onError?.(error));
+    prepareRepeatedStatements(client, opts.preparedStatements ?? DEFAULT_PREPARED_PER_CONNECTION);
+  });
   return new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
 }
 
