@@ -59,7 +59,14 @@ export async function startService(opts: { label: string; mockUrl: string }): Pr
   const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
 
   const workerRedis = newRedis(WORKER_CONNECTION_NAME);
-  const workerDb = createDb(database.url, { max: 20, applicationName: WORKER_CONNECTION_NAME });
+  // DB_PREPARED_STATEMENTS as the worker process reads it (0 = off), for A/B runs.
+  const workerDb = createDb(database.url, {
+    max: 20,
+    applicationName: WORKER_CONNECTION_NAME,
+    ...(process.env.DB_PREPARED_STATEMENTS
+      ? { preparedStatements: Number(process.env.DB_PREPARED_STATEMENTS) }
+      : {}),
+  });
   const workerDeps: WorkerDeps = {
     db: workerDb,
     redis: workerRedis,
