@@ -106,6 +106,9 @@ describe('every variable is checked', () => {
   it('worker: counts and concurrency have sane bounds; an empty value counts as unset', () => {
     expect(() => workerConfigFromEnv({ WORKER_STEP_CONCURRENCY: '0' })).toThrow(/WORKER_STEP_CONCURRENCY/);
     expect(() => workerConfigFromEnv({ DB_POOL_MAX: 'NaN' })).toThrow(/DB_POOL_MAX must be an integer/);
+    expect(() => workerConfigFromEnv({ DB_PREPARED_STATEMENTS: '-1' })).toThrow(/DB_PREPARED_STATEMENTS/);
+    expect(workerConfigFromEnv({ DB_PREPARED_STATEMENTS: '0' }).DB_PREPARED_STATEMENTS).toBe(0); // off
+    expect(workerConfigFromEnv({}).DB_PREPARED_STATEMENTS).toBe(100);
     expect(() => workerConfigFromEnv({ WORKER_METRICS_PORT: '70000' })).toThrow(/WORKER_METRICS_PORT/);
     const env = workerConfigFromEnv({ WORKER_METRICS_TOKEN: '', LOOPLINE_WEBHOOK_ALLOW_HOSTS: 'a, b,,' });
     expect(env.WORKER_METRICS_TOKEN).toBeUndefined();
