@@ -54,7 +54,9 @@ export function createQueues(connection: RedisClient, keys: KeySpace): Queues {
 export const jobIds = {
   /** A compaction job per enqueuer's fence: one that ended without a summary never blocks the next. */
   compact: (sessionId: string, messageId: string, fence: number) =>
-    `compact-${sessionId}-${messageId}-f${fence}`,
+    `${jobIds.compactOf(sessionId, messageId)}${fence}`,
+  /** The common start of every compaction job id of one compaction (its marker message). */
+  compactOf: (sessionId: string, messageId: string) => `compact-${sessionId}-${messageId}-f`,
   prune: (sessionId: string, stepCount: number, purpose: string) =>
     `prune-${sessionId}-${stepCount}-${purpose}`,
   /** The prune pass before a compaction, per step runner. */

@@ -7,7 +7,17 @@ import { scheduleBackground } from '../compaction/background.ts';
 import { appendCompactionMarker } from '../compaction/marker.ts';
 import { prunePass } from '../compaction/prune-pass.ts';
 import { endAbortedTurn } from '../control/abort.ts';
-import type { CacheDeps, Flags, Hooks, Jobs, LeaseTimings, Metered, Resources, Tokens } from '../deps.ts';
+import type {
+  Bus,
+  CacheDeps,
+  Flags,
+  Hooks,
+  Jobs,
+  LeaseTimings,
+  Metered,
+  Resources,
+  Tokens,
+} from '../deps.ts';
 import { withSessionLease } from '../lease-runner.ts';
 import { loadContext, type SessionContext } from '../session-context.ts';
 import { setStatus } from '../session-status.ts';
@@ -118,18 +128,45 @@ async function compactIfNeeded(
   await enqueueCompact(deps, tenantId, sessionId, marker.info.id, fence);
 }
 
-/** Adds the compaction job of a compaction point. */
+/**
+ * States of a compaction job that will still run its compaction: waiting or delayed (it found the
+ * session locked), or active (a worker that died leaves it active until BullMQ restarts it).
+ */
+const PENDING_STATES: ReadonlySet<string> = new Set(['waiting', 'prioritized', 'delayed', 'active']);
+
+/** How long the pointer to a session's newest compaction job is kept (as BullMQ keeps the job). */
+const COMPACT_POINTER_TTL_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * Adds the compaction job of a compaction point, unless one for the same compaction is still
+ * pending. Job ids are per enqueuer fence, so one that ended without a summary never blocks the
+ * next; but a runner that finds the session compacting while the job is only stalled or waiting
+ * for the lock (its worker frozen, killed, or starved past its leases) must not add a second one:
+ * two jobs of one compaction take the session from each other, each run superseding the last, and
+ * under load that kept a turn waiting for minutes (the soak of 2026-11-26). The newest job's id is
+ * kept in Redis beside the session's lock; enqueuers hold the session lease, so they run one at a
+ * time. Lost between the add and the pointer write, the pointer only costs one duplicate job, as
+ * before.
+ */
 export async function enqueueCompact(
-  deps: Jobs,
+  deps: Jobs & Bus,
   tenantId: string,
   sessionId: string,
   messageId: string,
   fence: number,
 ): Promise<void> {
+  const pointer = deps.keys.compactJob(sessionId);
+  const newest = await deps.redis.get(pointer);
+  if (newest?.startsWith(jobIds.compactOf(sessionId, messageId))) {
+    const state = await deps.queues.compact.getJobState(newest);
+    if (PENDING_STATES.has(state)) return;
+  }
+  const jobId = jobIds.compact(sessionId, messageId, fence);
   await deps.queues.add(
     'compact',
-    jobIds.compact(sessionId, messageId, fence),
+    jobId,
     { tenantId, sessionId, messageId },
     { priority: PRIORITY.interactive },
   );
+  await deps.redis.set(pointer, jobId, 'PX', COMPACT_POINTER_TTL_MS);
 }
