@@ -24,6 +24,12 @@ async function prepared(db: Db): Promise<string[]> {
   return rows.map((r) => r.statement);
 }
 
+/** A table of one row (a = 1), made on the test database's own pool. */
+async function oneRowTable(db: Db, table: string): Promise<void> {
+  await sql`create table ${sql.table(table)} (a int)`.execute(db);
+  await sql`insert into ${sql.table(table)} values (1)`.execute(db);
+}
+
 const add = (db: Db, n: number) => sql<{ x: number }>`select ${n}::int8 + 1 as x`.execute(db);
 
 describe('prepared statements', () => {
@@ -61,8 +67,7 @@ describe('prepared statements', () => {
   test('a schema change under a prepared statement is re-prepared, unseen outside a transaction', async ({
     pg,
   }) => {
-    await sql`create table prep_t (a int)`.execute(pg.db);
-    await sql`insert into prep_t values (1)`.execute(pg.db);
+    await oneRowTable(pg.db, 'prep_t');
     const db = pool(pg.url);
     const read = () => sql<Record<string, unknown>>`select * from prep_t where a = ${1}`.execute(db);
     await read();
@@ -79,8 +84,7 @@ describe('prepared statements', () => {
   test('inside a transaction the schema change fails the transaction once; its retry succeeds', async ({
     pg,
   }) => {
-    await sql`create table prep_u (a int)`.execute(pg.db);
-    await sql`insert into prep_u values (1)`.execute(pg.db);
+    await oneRowTable(pg.db, 'prep_u');
     const db = pool(pg.url);
     const readIn = () =>
       db.transaction().execute(async (trx) => {
