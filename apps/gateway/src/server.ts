@@ -43,7 +43,8 @@ export async function main(): Promise<void> {
     onRetry: (err, attempt, waitMs) =>
       bootLogger.warn({ err, attempt, waitMs }, 'database not reachable at start, retrying'),
   });
-  const redis = createRedis(redisConfig, { maxRetriesPerRequest: 3 });
+  // One socket write per tick: a request's events and wake job, and those of concurrent requests.
+  const redis = createRedis(redisConfig, { maxRetriesPerRequest: 3, coalesceWrites: true });
   bootLogger.info({ redis: describeRedisConfig(redisConfig) }, 'redis');
   const keys = keySpace(env.LOOPLINE_NAMESPACE);
   const queues = createQueues(redis, keys);

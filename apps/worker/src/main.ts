@@ -29,7 +29,8 @@ export function depsFromEnv(
   // REDIS_URL, or REDIS_CLUSTER_NODES for a Redis Cluster (packages/queue/src/redis.ts).
   const redisConfig: RedisConfig =
     env.REDIS_CLUSTER_NODES.length > 0 ? { clusterNodes: env.REDIS_CLUSTER_NODES } : { url: env.REDIS_URL };
-  const redis = createRedis(redisConfig, { maxRetriesPerRequest: null });
+  // One socket write per tick: hundreds of steps share these connections (packages/queue redis.ts).
+  const redis = createRedis(redisConfig, { maxRetriesPerRequest: null, coalesceWrites: true });
   const keys = keySpace(env.LOOPLINE_NAMESPACE);
   const metrics = createWorkerMetrics({ tenantLabels: env.LOOPLINE_METRICS_TENANT_LABELS });
   return {

@@ -119,7 +119,8 @@ export function startWorkers(deps: WorkerDeps, opts: WorkerOptions = defaultWork
       );
     };
     const worker = new Worker(JOBS[kind].queue, processor, {
-      connection: duplicateRedis(deps.redis, { maxRetriesPerRequest: null }),
+      // BullMQ's blocking reads use a duplicate of its own; this one carries fetches and finishes.
+      connection: duplicateRedis(deps.redis, { maxRetriesPerRequest: null, coalesceWrites: true }),
       prefix: deps.keys.queuePrefix,
       concurrency: opts.concurrency[kind] ?? 1,
       lockDuration: opts.jobLockMs,

@@ -21,6 +21,11 @@ export interface RedisClientOptions {
    * share a connection with) need `null`: retry for ever. The gateway fails fast (3).
    */
   maxRetriesPerRequest: number | null;
+  /**
+   * Every tick's commands in one socket write (coalesceWrites; single node only). The worker and
+   * the gateway set it: their connections carry many sessions' or requests' commands at once.
+   */
+  coalesceWrites?: boolean;
   /** CLIENT SETNAME of the connection(s). */
   connectionName?: string;
 }
@@ -69,7 +74,9 @@ export function createRedis(config: RedisConfig, options: RedisClientOptions): R
     };
     return new Cluster(nodes, clusterOptions);
   }
-  return new Redis(config.url ?? DEFAULT_REDIS_URL, perConnection);
+  const redis = new Redis(config.url ?? DEFAULT_REDIS_URL, perConnection);
+  if (options.coalesceWrites) coalesceWrites(redis);
+  return redis;
 }
 
 /**
@@ -87,7 +94,9 @@ export function duplicateRedis(
     ...(overrides.connectionName ? { connectionName: overrides.connectionName } : {}),
   };
   if (isCluster(client)) return client.duplicate([], { redisOptions: options });
-  return client.duplicate(options);
+  const redis = client.duplicate(options);
+  if (overrides.coalesceWrites) coalesceWrites(redis);
+  return redis;
 }
 
 /** Seed nodes and the per-node options (credentials, TLS) of REDIS_CLUSTER_NODES entries. */
@@ -117,13 +126,37 @@ export function parseClusterNodes(entries: readonly string[]): {
   return { nodes, redisOptions };
 }
 
-/** Sends this client's commands of the rest of the tick in one socket write (single node only). */
-// Each socket write is a system call; the step queue add follows its awaits of settled promises, so
-// it still falls in the tick. A Cluster client (one connection per node) is left alone.
-export function coalesceWrites(redis: RedisClient): void {
-  if (redis instanceof Cluster || redis.status !== 'ready') return;
-  const stream = redis.stream;
-  if (!stream || stream.writableCorked > 0) return;
-  stream.cork();
-  process.nextTick(() => stream.uncork());
+/**
+ * Every tick's commands of this client in one socket write, for the client's whole life (each new
+ * connection after a reconnect too). A Cluster client (one connection per node) is left alone.
+ */
+// A worker runs hundreds of sessions' steps on one connection: commands that different steps send
+// in the same tick (their PostgreSQL or Redis answers arrived together) now share one system call
+// instead of one each, and Redis reads them in one go. The bytes, their order and every reply are
+// unchanged; a write waits at most until the tick's microtasks have run.
+export function coalesceWrites(redis: Redis): void {
+  const patched = new WeakSet<object>();
+  const patch = () => {
+    const stream = redis.stream as
+      | (typeof redis.stream & { write: (...args: unknown[]) => boolean })
+      | undefined;
+    if (!stream || patched.has(stream)) return;
+    patched.add(stream);
+    const write = stream.write;
+    let scheduled = false;
+    const uncork = () => {
+      scheduled = false;
+      stream.uncork();
+    };
+    stream.write = function coalescedWrite(this: unknown, ...args: unknown[]) {
+      if (!scheduled) {
+        scheduled = true;
+        stream.cork();
+        process.nextTick(uncork);
+      }
+      return write.apply(this, args);
+    };
+  };
+  redis.on('connect', patch);
+  patch();
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Cluster, Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import {
@@ -90,6 +91,71 @@ describe('createRedis', () => {
       dup.disconnect();
     } finally {
       cluster.disconnect();
+    }
+  });
+});
+
+describe('coalesceWrites', () => {
+  // Counts the socket's system-call-level writes (_write and _writev of the Writable), nothing else.
+  function countWrites(redis: Redis): { count: number } {
+    const counter = { count: 0 };
+    const stream = redis.stream as unknown as Record<'_write' | '_writev', (...args: unknown[]) => unknown>;
+    for (const method of ['_write', '_writev'] as const) {
+      const original = stream[method];
+      stream[method] = function (this: unknown, ...args: unknown[]) {
+        counter.count++;
+        return original.apply(this, args);
+      };
+    }
+    return counter;
+  }
+
+  async function fortyInOneTick(redis: Redis, key: string): Promise<number[]> {
+    return Promise.all(Array.from({ length: 40 }, () => redis.incr(key)));
+  }
+
+  it('sends a tick of commands in one write, replies in order, after a reconnect too', async () => {
+    const url = process.env.REDIS_URL ?? DEFAULT_REDIS_URL;
+    const key = `loopline-test:coalesce:${randomUUID()}`;
+    const plain = createRedis({ url }, { maxRetriesPerRequest: 3 }) as Redis;
+    const coalesced = createRedis({ url }, { maxRetriesPerRequest: 3, coalesceWrites: true }) as Redis;
+    try {
+      await Promise.all([plain.ping(), coalesced.ping()]);
+      // Without the option every command is a write of its own (the counter sees them).
+      const before = countWrites(plain);
+      await fortyInOneTick(plain, key);
+      expect(before.count).toBe(40);
+
+      const counter = countWrites(coalesced);
+      const replies = await fortyInOneTick(coalesced, key);
+      expect(counter.count).toBe(1);
+      expect(replies).toEqual(Array.from({ length: 40 }, (_, i) => 41 + i));
+
+      // A new connection (reconnect) is coalesced as well.
+      const ready = new Promise((resolve) => coalesced.once('ready', resolve));
+      coalesced.disconnect(true);
+      await ready;
+      const again = countWrites(coalesced);
+      const after = await fortyInOneTick(coalesced, key);
+      expect(again.count).toBe(1);
+      expect(after[39]).toBe(120);
+      // Commands of later ticks go out on their own: nothing waits for more.
+      expect(await coalesced.get(key)).toBe('120');
+      expect(again.count).toBe(2);
+
+      const dup = duplicateRedis(coalesced, { coalesceWrites: true }) as Redis;
+      try {
+        await dup.ping();
+        const dupCounter = countWrites(dup);
+        await fortyInOneTick(dup, key);
+        expect(dupCounter.count).toBe(1);
+      } finally {
+        dup.disconnect();
+      }
+    } finally {
+      await plain.del(key);
+      plain.disconnect();
+      coalesced.disconnect();
     }
   });
 });

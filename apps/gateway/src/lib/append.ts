@@ -10,7 +10,7 @@ import {
   saveIdempotentResponse,
   type UserPartInput,
 } from '@loopline/db';
-import { coalesceWrites, publishEvents, WAKE, wakeSession } from '@loopline/queue';
+import { publishEvents, WAKE, wakeSession } from '@loopline/queue';
 import type { FastifyBaseLogger } from 'fastify';
 import type { AppDeps } from '../plugins/deps.ts';
 import type { AcceptedMessage } from '../schemas/messages.ts';
@@ -143,8 +143,8 @@ export async function appendAndWake(
   ];
   if (statusChanged) events.push({ type: 'session.status', status: 'queued' });
   // Sent before the wake job (same connection, so Redis runs it first: a worker's own events
-  // follow these) and awaited with it, both in one socket write: one wait for both round trips.
-  coalesceWrites(deps.redis);
+  // follow these) and awaited with it; the server's connection sends both in one socket write
+  // (createRedis coalesceWrites): one wait for both round trips.
   const published = publishEvents(deps.redis, deps.keys, sessionId, events).catch((err: unknown) =>
     log.warn({ err, tenantId, sessionId, messageId }, 'event publish failed'),
   );
