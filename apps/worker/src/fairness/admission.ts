@@ -12,6 +12,7 @@ import type { FairnessDeps, Resources } from '../deps.ts';
 import type { SessionContext } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
 import type { CallOutcome } from '../step/call-model.ts';
+import { heldSlotsOf } from './held-slots.ts';
 import { runStopped } from './loop-stopped.ts';
 import { fairnessOf, jittered, sessionPriority, UNLIMITED } from './options.ts';
 import { releaseTenantSlot } from './slots.ts';
@@ -23,7 +24,8 @@ import { releaseTenantSlot } from './slots.ts';
 //    and gives its tenant slot back meanwhile;
 // 3. a tenant slot (the semaphore): taken or refreshed, then renewed while the step runs; when all
 //    are taken the step waits (status queued, "waiting for a tenant slot (3/3 running)") as a
-//    waiter that a release wakes, or its retry timer.
+//    waiter that a release wakes, or its retry timer. The next step of the same runner chain, within
+//    half the slot's TTL, runs on the slot without asking Redis again (held-slots.ts).
 // Waiting is `job.moveToDelayed` + DelayedError, as for a busy session lock: the job is never
 // failed and no worker is held. After the call, `settle` corrects the reservation to the usage.
 
@@ -80,20 +82,29 @@ export async function admitModelCall(
   }
 
   const cap = limits.maxConcurrentSessions ?? opts.maxConcurrentSessions;
-  const priority = sessionPriority(session);
-  const slot = await acquireSlot(deps.redis, deps.keys, {
-    tenantId,
-    sessionId,
-    limit: cap > 0 ? cap : UNLIMITED,
-    ttlMs: opts.slotTtlMs,
-    jobId: job.id ?? '',
-    priority,
-  });
-  if (!slot.acquired) {
-    if (reservation) await settleTokens(deps.redis, deps.keys, reservation, 0, opts.tokenWindowMs);
-    await waitQueued(writer, ctx, `waiting for a tenant slot (${slot.running}/${cap} running)`);
-    const retry = session.kind === 'batch' ? opts.slotRetryMs * 10 : opts.slotRetryMs;
-    return delay(job, token, Date.now() + jittered(retry));
+  // The previous step of this runner chain took the slot here, moments ago: it is still held.
+  const held = heldSlotsOf(deps.redis);
+  const { fence } = writer.ctx;
+  if (held.holds(tenantId, sessionId, fence, performance.now(), opts.slotTtlMs)) {
+    held.carried(sessionId, fence);
+  } else {
+    const priority = sessionPriority(session);
+    const askedAt = performance.now();
+    const slot = await acquireSlot(deps.redis, deps.keys, {
+      tenantId,
+      sessionId,
+      limit: cap > 0 ? cap : UNLIMITED,
+      ttlMs: opts.slotTtlMs,
+      jobId: job.id ?? '',
+      priority,
+    });
+    if (!slot.acquired) {
+      if (reservation) await settleTokens(deps.redis, deps.keys, reservation, 0, opts.tokenWindowMs);
+      await waitQueued(writer, ctx, `waiting for a tenant slot (${slot.running}/${cap} running)`);
+      const retry = session.kind === 'batch' ? opts.slotRetryMs * 10 : opts.slotRetryMs;
+      return delay(job, token, Date.now() + jittered(retry));
+    }
+    held.took(tenantId, sessionId, fence, askedAt);
   }
   const renewal = renewSlot(deps.redis, deps.keys, tenantId, sessionId, opts.slotTtlMs);
   // The lease's signal is aborted when the step ends however it ends (lease-runner releases it).

@@ -1,5 +1,6 @@
 import { releaseSlot } from '@loopline/queue';
 import type { Bus, Jobs } from '../deps.ts';
+import { heldSlotsOf } from './held-slots.ts';
 
 // Releasing a session's tenant slot, and waking the step that waits longest for one (the release
 // pops it from the tenant's waiters, interactive first): its delayed job is promoted, so a freed
@@ -14,6 +15,8 @@ export async function releaseTenantSlot(
   tenantId: string,
   sessionId: string,
 ): Promise<void> {
+  // Forgotten first: even when the release fails, the next step asks Redis for its slot.
+  heldSlotsOf(deps.redis).forget(sessionId);
   let { waiters } = await releaseSlot(deps.redis, deps.keys, tenantId, sessionId, 1);
   for (let tries = 0; tries < MAX_WAKE_TRIES && waiters.length > 0; tries++) {
     if (await promoteDelayed(deps, 'step', waiters[0]!)) return;
