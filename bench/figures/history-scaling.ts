@@ -145,6 +145,21 @@ const cachedEx = (n: number) => cached.get(n)!.map((x) => x.cpu - x.serialise);
 const cachedCpu = (n: number) => cached.get(n)!.map((x) => x.cpu);
 const skippedOverhead: string[] = [];
 
+/** A row of values at one size against the same at 100 messages, round by round. */
+function against100(figure: string, values: number[], base: number[], extra: Partial<Row> = {}): Row {
+  return {
+    figure,
+    unit: 'ms',
+    loopline: summarize(values),
+    ceilingLabel: 'same at 100 messages',
+    ceiling: summarize(base),
+    ratio: ratioOf(values, base),
+    target: '—',
+    met: null,
+    ...extra,
+  };
+}
+
 // Overhead = the loop's period minus the model round trip replayed from a plain client. When the
 // replayed round trip comes out longer than the period (a large body on a jittery VM: the mock's
 // own parse of 10,000 messages dominates both), the difference is noise, not an overhead: such a
@@ -163,66 +178,35 @@ function overheadRow(n: number): Row[] {
     return [];
   }
   const at = (size: number) => valid.map((i) => p50Of(size)[i]!);
-  return [
-    {
-      figure,
-      unit: 'ms',
-      loopline: summarize(at(n)),
-      ceilingLabel: 'same at 100 messages',
-      ceiling: summarize(at(100)),
-      ratio: ratioOf(at(n), at(100)),
-      target: '—',
-      met: null,
-      ...(dropped > 0
-        ? {
-            note: `${dropped} of ${runs.get(n)!.length} rounds left out: replayed model round trip ≥ the step period`,
-          }
-        : {}),
-    },
-  ];
+  const note = `${dropped} of ${runs.get(n)!.length} rounds left out: replayed model round trip ≥ the step period`;
+  return [against100(figure, at(n), at(100), dropped > 0 ? { note } : {})];
 }
 
+const cpuRatio = ratioOf(cpuEx(1_000), cpuEx(100)).median;
 const rows: Row[] = [
-  {
-    figure: 'step CPU per step, 1,000 vs 100 messages since the boundary',
-    unit: 'ms',
-    loopline: summarize(cpuEx(1_000)),
-    ceilingLabel: 'same at 100 messages',
-    ceiling: summarize(cpuEx(100)),
-    ratio: ratioOf(cpuEx(1_000), cpuEx(100)),
+  against100('step CPU per step, 1,000 vs 100 messages since the boundary', cpuEx(1_000), cpuEx(100), {
     target: '≤ 1.5×',
-    met: ratioOf(cpuEx(1_000), cpuEx(100)).median <= 1.5,
+    met: cpuRatio <= 1.5,
     note:
       'process CPU of the worker per step, serialising the request body excepted; with it: ' +
       `${fmt(median(cpuOf(1_000)))} vs ${fmt(median(cpuOf(100)))} ms`,
-  },
-  {
-    figure: 'step CPU per step, 10,000 vs 100 messages since the boundary',
-    unit: 'ms',
-    loopline: summarize(cpuEx(10_000)),
-    ceilingLabel: 'same at 100 messages',
-    ceiling: summarize(cpuEx(100)),
-    ratio: ratioOf(cpuEx(10_000), cpuEx(100)),
-    target: '—',
-    met: null,
+  }),
+  against100('step CPU per step, 10,000 vs 100 messages since the boundary', cpuEx(10_000), cpuEx(100), {
     note:
       'serialising the request body excepted; with it: ' +
       `${fmt(median(cpuOf(10_000)))} vs ${fmt(median(cpuOf(100)))} ms`,
-  },
-  ...[1_000, 10_000].map(
-    (n): Row => ({
-      figure: `step CPU per step, ${n.toLocaleString('en-US')} vs 100 messages, session cached (the next turn)`,
-      unit: 'ms',
-      loopline: summarize(cachedEx(n)),
-      ceilingLabel: 'same at 100 messages',
-      ceiling: summarize(cachedEx(100)),
-      ratio: ratioOf(cachedEx(n), cachedEx(100)),
-      target: '—',
-      met: null,
-      note:
-        "the turn after the measured one, its history in the worker's session cache; serialising the request " +
-        `body excepted; with it: ${fmt(median(cachedCpu(n)))} vs ${fmt(median(cachedCpu(100)))} ms`,
-    }),
+  }),
+  ...[1_000, 10_000].map((n) =>
+    against100(
+      `step CPU per step, ${n.toLocaleString('en-US')} vs 100 messages, session cached (the next turn)`,
+      cachedEx(n),
+      cachedEx(100),
+      {
+        note:
+          "the turn after the measured one, its history in the worker's session cache; serialising the request " +
+          `body excepted; with it: ${fmt(median(cachedCpu(n)))} vs ${fmt(median(cachedCpu(100)))} ms`,
+      },
+    ),
   ),
   ...[1_000, 10_000].flatMap((n) => overheadRow(n)),
 ];
