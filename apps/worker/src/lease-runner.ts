@@ -1,6 +1,7 @@
 import {
   acquireFenceWithChanges,
   acquireFenceWithSession,
+  acquireFenceWithSnapshot,
   type SessionInfo,
   StaleFenceError,
 } from '@loopline/db';
@@ -33,7 +34,10 @@ export interface LeasedContext {
   attempt: number;
   /** The session row as acquiring the fence left it (no getSession needed right after). */
   session: SessionInfo;
-  /** With `prefetch`: the log changes since the cached revision, read by the fence statement. */
+  /**
+   * With `prefetch`: the log read by the fence statement (the changes since the cached revision,
+   * or the whole log when this worker has none cached).
+   */
   changes?: PrefetchedChanges;
   /**
    * The work's last move: releases the session lock while `add` adds the session's next job, in
@@ -66,8 +70,9 @@ export function jobLogBindings(
 /** How a session job takes its lease (the step job prefetches its log's changes). */
 export interface LeaseOptions {
   /**
-   * Read the changes of the session's cached log in the fence statement (db
-   * acquireFenceWithChanges): one round trip instead of two, for a job that loads the context next.
+   * Read the session's log in the fence statement: the changes of its cached log (db
+   * acquireFenceWithChanges), or the whole log when none is cached here (acquireFenceWithSnapshot).
+   * One round trip instead of two, for a job that loads the context next.
    */
   prefetch?: boolean;
 }
@@ -138,13 +143,23 @@ async function takeFence(
   sessionId: string,
   opts: LeaseOptions,
 ): Promise<{ fence: number; session: SessionInfo; changes?: PrefetchedChanges }> {
-  const since = opts.prefetch ? sessionCacheOf(deps)?.revOf(tenantId, sessionId) : undefined;
+  const cache = opts.prefetch ? sessionCacheOf(deps) : undefined;
+  const since = cache?.revOf(tenantId, sessionId);
+  // Null from either: the row changed while the statement waited for its lock (a writer committed
+  // after its snapshot); the plain fence below, then the log read on its own, is the safe way.
   if (since !== undefined) {
-    // Null: the row changed while the statement waited for its lock (a writer committed after its
-    // snapshot); the two statements below are the plain way.
     const taken = await acquireFenceWithChanges(deps.db, tenantId, sessionId, since);
     if (taken)
       return { fence: taken.fence, session: taken.session, changes: { since, changes: taken.changes } };
+  } else if (cache) {
+    // No cached log here (the session's first job on this worker): the whole log comes with the fence.
+    const taken = await acquireFenceWithSnapshot(deps.db, tenantId, sessionId);
+    if (taken) {
+      const { fence, session, snapshot } = taken;
+      return snapshot
+        ? { fence, session, changes: { fromSeq: session.boundarySeq, snapshot } }
+        : { fence, session };
+    }
   }
   return acquireFenceWithSession(deps.db, tenantId, sessionId);
 }

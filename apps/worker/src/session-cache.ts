@@ -71,11 +71,14 @@ export interface RequestMemo {
   prompt?: PromptMemo;
 }
 
-/** Changes read ahead (with the job's fence), valid for an entry still at revision `since`. */
-export interface PrefetchedChanges {
-  since: number;
-  changes: HistoryChanges;
-}
+/**
+ * The log read ahead with the job's fence (db acquireFenceWithChanges / acquireFenceWithSnapshot):
+ * the changes since revision `since`, valid for an entry still at that revision; or, when the
+ * worker had no entry, the whole log from `fromSeq`, valid for a load of that range.
+ */
+export type PrefetchedChanges =
+  | { since: number; changes: HistoryChanges }
+  | { fromSeq: number | null; snapshot: HistorySnapshot };
 
 export interface CachedHistory {
   history: WithParts[];
@@ -143,7 +146,7 @@ export class SessionCache {
     tenantId: string,
     sessionId: string,
     fromSeq: number | null,
-    /** Changes since `since`, read by the job's fence statement (db acquireFenceWithChanges). */
+    /** The log read by the job's fence statement (db acquireFenceWithChanges / …WithSnapshot). */
     prefetched?: PrefetchedChanges,
   ): Promise<CachedHistory | undefined> {
     // Taken out while it is refreshed: a concurrent job of the same session on this worker (a
@@ -154,7 +157,7 @@ export class SessionCache {
       if (entry.fromSeq !== fromSeq) reason = 'boundary';
       else {
         const changes =
-          prefetched?.since === entry.rev
+          prefetched && 'since' in prefetched && prefetched.since === entry.rev
             ? prefetched.changes
             : await historyChangesSince(deps.db, tenantId, sessionId, entry.rev);
         if (!changes) return undefined;
@@ -173,7 +176,11 @@ export class SessionCache {
         reason = 'changed';
       }
     }
-    const snapshot = await loadHistorySnapshot(deps.db, tenantId, sessionId, fromSeq);
+    // The snapshot read with the fence is of the same range and taken after any entry we held.
+    const snapshot =
+      prefetched && 'snapshot' in prefetched && prefetched.fromSeq === fromSeq
+        ? prefetched.snapshot
+        : await loadHistorySnapshot(deps.db, tenantId, sessionId, fromSeq);
     if (!snapshot) return undefined;
     const fresh = entryOf(tenantId, sessionId, fromSeq, snapshot);
     if (!this.put(fresh) && reason === 'absent') reason = 'oversize';

@@ -11,6 +11,7 @@ import {
 import {
   acquireFence,
   acquireFenceWithChanges,
+  acquireFenceWithSnapshot,
   appendUserMessage,
   createAssistantMessage,
   type Db,
@@ -18,6 +19,7 @@ import {
   insertParts,
   loadHistory,
   markReverted,
+  type SessionInfo,
   updateMessageInfo,
   updatePart,
   updateSessionProgress,
@@ -28,7 +30,7 @@ import { createTokenizer, toProviderPrompt } from '@loopline/llm';
 import { describe, expect } from 'vitest';
 import { pgTest as test } from '../../../packages/testkit/src/fixtures.ts';
 import { makeSessionWithTenant } from '../../../packages/testkit/src/index.ts';
-import { factsOf, SessionCache } from '../src/session-cache.ts';
+import { factsOf, type PrefetchedChanges, SessionCache } from '../src/session-cache.ts';
 import { loadContext } from '../src/session-context.ts';
 
 // The session cache against real PostgreSQL: after every kind of write the log sees (appends by
@@ -190,10 +192,23 @@ async function same(
   sessionId: string,
   prefetch = false,
 ): Promise<boolean> {
+  // As lease-runner takes it: the changes of the cached log, else the whole log, with the fence.
   const since = prefetch ? cache.revOf(tenantId, sessionId) : undefined;
-  const taken = since !== undefined ? await acquireFenceWithChanges(db, tenantId, sessionId, since) : null;
-  const session = taken?.session ?? (await getSession(db, tenantId, sessionId))!;
-  const prefetched = taken && since !== undefined ? { since, changes: taken.changes } : undefined;
+  let session: SessionInfo | undefined;
+  let prefetched: PrefetchedChanges | undefined;
+  if (prefetch && since !== undefined) {
+    const taken = await acquireFenceWithChanges(db, tenantId, sessionId, since);
+    session = taken?.session;
+    if (taken) prefetched = { since, changes: taken.changes };
+  } else if (prefetch) {
+    const taken = await acquireFenceWithSnapshot(db, tenantId, sessionId);
+    session = taken?.session;
+    if (taken?.snapshot) {
+      prefetched = { fromSeq: taken.session.boundarySeq, snapshot: taken.snapshot };
+      snapshotsPrefetched++;
+    }
+  }
+  session ??= (await getSession(db, tenantId, sessionId))!;
   const got = await cache.history({ db }, tenantId, sessionId, session.boundarySeq, prefetched);
   const cold = await loadHistory(db, tenantId, sessionId, { fromSeq: session.boundarySeq });
   expect(got!.history).toEqual(cold);
@@ -220,6 +235,8 @@ async function same(
 }
 
 const big = { maxEntries: 100, maxBytes: 64 * 1024 * 1024 };
+/** Loads that used the log read with the fence (acquireFenceWithSnapshot), across the file. */
+let snapshotsPrefetched = 0;
 
 describe('session cache', () => {
   test('a hit equals a fresh load after appends, tool results, prune, compaction, revert and fence changes', async ({
@@ -339,10 +356,13 @@ describe('session cache', () => {
         await w.compaction();
         tools = [];
       } else await w.clearMidRun(0);
+      // Now and then the worker has no entry (evicted, a restart): the log comes with the fence.
+      if (rand() < 0.2) cache.delete(w.sessionId);
       await same(pg.db, cache, w.tenantId, w.sessionId, true);
       await w.takeFence();
     }
-    expect(cache.stats.hits).toBeGreaterThan(15);
+    expect(cache.stats.hits).toBeGreaterThan(12);
+    expect(snapshotsPrefetched).toBeGreaterThan(2);
   });
 
   test('what is not an append reloads (an older message back in the live log); rows never move', async ({

@@ -67,11 +67,13 @@ export {
 export { type LoadHistoryOptions, loadHistory } from './repo/history.ts';
 export {
   acquireFenceWithChanges,
+  acquireFenceWithSnapshot,
   type HistoryChanges,
   type HistorySnapshot,
   historyChangesSince,
   loadHistorySnapshot,
   type PartChange,
+  SNAPSHOT_WITH_FENCE_MAX_BYTES,
 } from './repo/history-revision.ts';
 export { findIdempotentResponse, saveIdempotentResponse } from './repo/idempotency.ts';
 export { type LateToolResultInput, writeLateToolResult } from './repo/late-result.ts';

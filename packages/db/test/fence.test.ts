@@ -6,6 +6,7 @@ import {
   acquireFence,
   acquireFenceWithChanges,
   acquireFenceWithSession,
+  acquireFenceWithSnapshot,
   appendUserMessage,
   appendUserMessageAndQueue,
   createAssistantMessage,
@@ -197,6 +198,82 @@ describe('fence', () => {
     const taken = await acquireFenceWithChanges(pg.db, tenant.id, session.id, snap!.rev);
     expect(taken?.fence).toBe(old + 1);
     expect(taken?.changes.messages).toHaveLength(1);
+  });
+
+  test('acquireFenceWithSnapshot: the fence bump and the log from the boundary in one statement', async ({
+    pg,
+  }) => {
+    const { tenant, session } = await makeSessionWithTenant(pg.db);
+    const append = (text: string) =>
+      appendUserMessage(pg.db, {
+        tenantId: tenant.id,
+        sessionId: session.id,
+        agent: 'build',
+        parts: [
+          { type: 'text', text, tokens: 1 },
+          { type: 'text', text: `${text}, again`, tokens: 2 },
+        ],
+      });
+    await append('one');
+    const two = await append('two');
+    await append('three');
+    // A boundary: the log starts at the second message.
+    await pg.db
+      .updateTable('sessions')
+      .set({ boundary_seq: two.info.seq })
+      .where('id', '=', session.id)
+      .execute();
+    const expected = await loadHistorySnapshot(pg.db, tenant.id, session.id, two.info.seq);
+    const taken = await acquireFenceWithSnapshot(pg.db, tenant.id, session.id);
+    expect(taken?.fence).toBe(1);
+    expect(taken?.session).toEqual(await getSession(pg.db, tenant.id, session.id));
+    expect(taken?.snapshot).toEqual(expected);
+    expect(taken?.snapshot?.history.map((m) => m.parts.length)).toEqual([2, 2]);
+    expect(await acquireFenceWithSnapshot(pg.db, tenant.id, 'ses_missing')).toBeNull();
+    // Above the size cap: the fence alone (bumped), the log left to a read of its own.
+    const capped = await acquireFenceWithSnapshot(pg.db, tenant.id, session.id, 10);
+    expect(capped?.fence).toBe(2);
+    expect(capped?.snapshot).toBeUndefined();
+  });
+
+  test('acquireFenceWithSnapshot takes nothing when a writer commits while it waits for the row', async ({
+    pg,
+  }) => {
+    const { tenant, session } = await makeSessionWithTenant(pg.db);
+    const old = await acquireFence(pg.db, tenant.id, session.id);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    const slow = withFence(pg.db, { tenantId: tenant.id, sessionId: session.id, fence: old }, async (trx) => {
+      entered();
+      await gate;
+      await appendUserMessage(trx, {
+        tenantId: tenant.id,
+        sessionId: session.id,
+        agent: 'build',
+        parts: [{ type: 'text', text: 'by the old holder', tokens: 1 }],
+      });
+    });
+    await inside;
+    const taking = acquireFenceWithSnapshot(pg.db, tenant.id, session.id);
+    await until(
+      'the fence statement parked on the session row lock',
+      async () => (await lockWaiters(pg.db)) === 1,
+    );
+    release();
+    await slow;
+    // Its snapshot predates the message: returning it with the newer row would lose the message.
+    expect(await taking).toBeNull();
+    expect(await currentFence(pg.db, tenant.id, session.id)).toBe(old);
+    const taken = await acquireFenceWithSnapshot(pg.db, tenant.id, session.id);
+    expect(taken?.fence).toBe(old + 1);
+    expect(taken?.snapshot?.history).toHaveLength(1);
+    expect(taken?.snapshot?.lastSeq).toBe(taken?.session.lastSeq);
   });
 
   test('a patch folded into the fence check writes with it, and nothing when stale', async ({ pg }) => {
