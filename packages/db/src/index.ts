@@ -49,6 +49,7 @@ export {
   recordItemSent,
 } from './repo/batches.ts';
 export {
+  closeInterruptedRuns,
   type FinishCompactionInput,
   finishCompaction,
   latestCompletedCompaction,

@@ -26,19 +26,10 @@ export interface StartCompactionInput {
 
 /** Records a run of a compaction point, closing an earlier run of it still marked running. */
 export async function startCompaction(trx: Trx, input: StartCompactionInput): Promise<void> {
-  await trx
-    .updateTable('compactions')
-    .set({
-      status: 'failed',
-      finished_at: sql<Date>`now()`,
-      duration_ms: sql<number>`(extract(epoch from now() - started_at) * 1000)::int`,
-      error: toJsonOrNull(errorData('StepInterruptedError', 'a later run of this compaction started')),
-    })
-    .where('tenant_id', '=', input.tenantId)
-    .where('message_id', '=', input.messageId)
-    .where('status', '=', 'running')
-    .where('id', '!=', input.id)
-    .execute();
+  await closeInterruptedRuns(trx, input.tenantId, input.messageId, {
+    except: input.id,
+    why: 'a later run of this compaction started',
+  });
   await trx
     .insertInto('compactions')
     .values({
@@ -55,6 +46,31 @@ export async function startCompaction(trx: Trx, input: StartCompactionInput): Pr
     })
     .onConflict((oc) => oc.column('id').doNothing())
     .execute();
+}
+
+/**
+ * Closes the runs of a compaction point still marked running (their worker died or froze), as
+ * failed with a StepInterruptedError saying why; `except` keeps the run that is starting.
+ */
+export async function closeInterruptedRuns(
+  trx: Trx,
+  tenantId: string,
+  messageId: string,
+  opts: { except?: string; why: string },
+): Promise<void> {
+  let update = trx
+    .updateTable('compactions')
+    .set({
+      status: 'failed',
+      finished_at: sql<Date>`now()`,
+      duration_ms: sql<number>`(extract(epoch from now() - started_at) * 1000)::int`,
+      error: toJsonOrNull(errorData('StepInterruptedError', opts.why)),
+    })
+    .where('tenant_id', '=', tenantId)
+    .where('message_id', '=', messageId)
+    .where('status', '=', 'running');
+  if (opts.except !== undefined) update = update.where('id', '!=', opts.except);
+  await update.execute();
 }
 
 export interface FinishCompactionInput {
