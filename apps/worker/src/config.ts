@@ -44,7 +44,7 @@ export const loopEnv = z.object({
   ),
   LOOPLINE_MAX_INTERRUPTED_STEPS: count(
     10,
-    'steps in a row closed as interrupted (their worker died or lost its lock) before the session errors (`MaxInterruptionsReachedError`)',
+    'steps in a row closed as interrupted (their worker died or lost its lock) before the session errors (`MaxInterruptionsReachedError`); also the restarts of one compaction job',
     1_000,
   ),
   LOOPLINE_RECONCILE_INTERVAL_MS: envMs(
