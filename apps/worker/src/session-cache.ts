@@ -176,7 +176,7 @@ export class SessionCache {
         reason = 'changed';
       }
     }
-    // The snapshot read with the fence is of the same range and taken after any entry we held.
+    // The log read with this job's fence, when it is of this range: a load as of that fence.
     const snapshot =
       prefetched && 'snapshot' in prefetched && prefetched.fromSeq === fromSeq
         ? prefetched.snapshot

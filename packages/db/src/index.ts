@@ -74,7 +74,6 @@ export {
   historyChangesSince,
   loadHistorySnapshot,
   type PartChange,
-  SNAPSHOT_WITH_FENCE_MAX_BYTES,
 } from './repo/history-revision.ts';
 export { findIdempotentResponse, saveIdempotentResponse } from './repo/idempotency.ts';
 export { type LateToolResultInput, writeLateToolResult } from './repo/late-result.ts';
