@@ -11,6 +11,7 @@ import {
   appendUserMessageAndQueue,
   createAssistantMessage,
   currentFence,
+  type Db,
   getSession,
   historyChangesSince,
   loadHistory,
@@ -23,6 +24,44 @@ import {
 } from '../src/index.ts';
 
 // Fencing: the token comes from PostgreSQL; a stale holder's transaction writes nothing.
+
+/**
+ * Runs `take` while an open fenced write of the old holder holds the session row, then lets that
+ * write commit a message: `take` parks on the row lock and its snapshot predates the commit.
+ */
+async function behindACommittingWriter<T>(
+  db: Db,
+  ids: { tenantId: string; sessionId: string; fence: number },
+  take: () => Promise<T>,
+): Promise<T> {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let entered!: () => void;
+  const inside = new Promise<void>((resolve) => {
+    entered = resolve;
+  });
+  const slow = withFence(db, ids, async (trx) => {
+    entered();
+    await gate;
+    await appendUserMessage(trx, {
+      tenantId: ids.tenantId,
+      sessionId: ids.sessionId,
+      agent: 'build',
+      parts: [{ type: 'text', text: 'by the old holder', tokens: 1 }],
+    });
+  });
+  await inside;
+  const taking = take();
+  await until(
+    'the fence statement parked on the session row lock',
+    async () => (await lockWaiters(db)) === 1,
+  );
+  release();
+  await slow;
+  return taking;
+}
 
 describe('fence', () => {
   test('acquireFence increments the session fence', async ({ pg }) => {
@@ -166,33 +205,11 @@ describe('fence', () => {
     const { tenant, session } = await makeSessionWithTenant(pg.db);
     const old = await acquireFence(pg.db, tenant.id, session.id);
     const snap = await loadHistorySnapshot(pg.db, tenant.id, session.id, null);
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let entered!: () => void;
-    const inside = new Promise<void>((resolve) => {
-      entered = resolve;
-    });
-    const slow = withFence(pg.db, { tenantId: tenant.id, sessionId: session.id, fence: old }, async (trx) => {
-      entered();
-      await gate;
-      await appendUserMessage(trx, {
-        tenantId: tenant.id,
-        sessionId: session.id,
-        agent: 'build',
-        parts: [{ type: 'text', text: 'by the old holder', tokens: 1 }],
-      });
-    });
-    await inside;
-    const taking = acquireFenceWithChanges(pg.db, tenant.id, session.id, snap!.rev);
-    await until(
-      'the fence statement parked on the session row lock',
-      async () => (await lockWaiters(pg.db)) === 1,
+    const ids = { tenantId: tenant.id, sessionId: session.id, fence: old };
+    const parked = await behindACommittingWriter(pg.db, ids, () =>
+      acquireFenceWithChanges(pg.db, tenant.id, session.id, snap!.rev),
     );
-    release();
-    await slow;
-    expect(await taking).toBeNull();
+    expect(parked).toBeNull();
     expect(await currentFence(pg.db, tenant.id, session.id)).toBe(old);
     // Uncontended, the same call sees the old holder's message.
     const taken = await acquireFenceWithChanges(pg.db, tenant.id, session.id, snap!.rev);
@@ -241,34 +258,11 @@ describe('fence', () => {
   }) => {
     const { tenant, session } = await makeSessionWithTenant(pg.db);
     const old = await acquireFence(pg.db, tenant.id, session.id);
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let entered!: () => void;
-    const inside = new Promise<void>((resolve) => {
-      entered = resolve;
-    });
-    const slow = withFence(pg.db, { tenantId: tenant.id, sessionId: session.id, fence: old }, async (trx) => {
-      entered();
-      await gate;
-      await appendUserMessage(trx, {
-        tenantId: tenant.id,
-        sessionId: session.id,
-        agent: 'build',
-        parts: [{ type: 'text', text: 'by the old holder', tokens: 1 }],
-      });
-    });
-    await inside;
-    const taking = acquireFenceWithSnapshot(pg.db, tenant.id, session.id);
-    await until(
-      'the fence statement parked on the session row lock',
-      async () => (await lockWaiters(pg.db)) === 1,
-    );
-    release();
-    await slow;
+    const ids = { tenantId: tenant.id, sessionId: session.id, fence: old };
     // Its snapshot predates the message: returning it with the newer row would lose the message.
-    expect(await taking).toBeNull();
+    expect(
+      await behindACommittingWriter(pg.db, ids, () => acquireFenceWithSnapshot(pg.db, tenant.id, session.id)),
+    ).toBeNull();
     expect(await currentFence(pg.db, tenant.id, session.id)).toBe(old);
     const taken = await acquireFenceWithSnapshot(pg.db, tenant.id, session.id);
     expect(taken?.fence).toBe(old + 1);
