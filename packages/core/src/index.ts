@@ -224,6 +224,7 @@ export {
 export { classifyProviderError, isUnsupportedText } from './session/provider-error.ts';
 export {
   budgetExceeded,
+  compactionRestartsExceeded,
   DEFAULT_MAX_INTERRUPTED_STEPS,
   providerRetry,
   retryDelayMs,

@@ -2,6 +2,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { errorData } from '../src/errors.ts';
 import {
   budgetExceeded,
+  compactionRestartsExceeded,
   providerRetry,
   retryDelayMs,
   retryDetail,
@@ -175,5 +176,16 @@ describe('providerRetry', () => {
       delayMs: 9_000,
       detail: 'provider 503, no retries left (2/2)',
     });
+  });
+});
+
+describe('compactionRestartsExceeded', () => {
+  it('lets a compaction run below the interruption cap and ends the turn at it', () => {
+    expect(compactionRestartsExceeded(0, { maxInterruptedSteps: 10 })).toBeUndefined();
+    expect(compactionRestartsExceeded(9, { maxInterruptedSteps: 10 })).toBeUndefined();
+    const error = compactionRestartsExceeded(10, { maxInterruptedSteps: 10 });
+    expect(error?.name).toBe('MaxInterruptionsReachedError');
+    expect(error?.data).toEqual({ interrupted: 10, compaction: true });
+    expect(error?.message).toMatch(/interrupted 10 times/);
   });
 });

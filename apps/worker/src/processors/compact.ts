@@ -1,4 +1,4 @@
-import { DEFAULT_MAX_INTERRUPTED_STEPS, errorData } from '@loopline/core';
+import { compactionRestartsExceeded, DEFAULT_MAX_INTERRUPTED_STEPS, errorData } from '@loopline/core';
 import { closeInterruptedRuns, StaleFenceError } from '@loopline/db';
 import type { CompactJob } from '@loopline/queue';
 import type { Job } from 'bullmq';
@@ -34,19 +34,16 @@ export async function processCompact(
   await withSessionLease(deps, job, token, async ({ writer, signal, attempt, log }) => {
     // Each run of this job that a dead or frozen worker left was restarted as a stalled job. A
     // compaction that takes its worker down every time would otherwise come back until BullMQ's
-    // stall cap (1,000): past the turn's interruption budget it ends the turn instead.
-    const interrupted = job.stalledCounter ?? 0;
-    const budget = deps.maxInterruptedSteps ?? DEFAULT_MAX_INTERRUPTED_STEPS;
-    if (interrupted >= budget) {
-      log.error({ interrupted, budget }, 'compaction interrupted too many times; the turn fails');
-      const why = `the compaction was interrupted ${interrupted} times (its worker died or lost its lock)`;
+    // stall cap (1,000): at the turn's interruption cap (core) it ends the turn instead.
+    const exceeded = compactionRestartsExceeded(job.stalledCounter ?? 0, {
+      maxInterruptedSteps: deps.maxInterruptedSteps ?? DEFAULT_MAX_INTERRUPTED_STEPS,
+    });
+    if (exceeded) {
+      log.error({ interrupted: job.stalledCounter }, 'compaction interrupted too many times; the turn fails');
       await writer.write((trx) =>
-        closeInterruptedRuns(trx, writer.ctx.tenantId, job.data.messageId, { why }),
+        closeInterruptedRuns(trx, writer.ctx.tenantId, job.data.messageId, { why: exceeded.message }),
       );
-      await failSession(
-        writer,
-        errorData('MaxInterruptionsReachedError', why, { interrupted, compaction: true }),
-      );
+      await failSession(writer, exceeded);
       return;
     }
     try {

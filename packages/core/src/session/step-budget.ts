@@ -123,6 +123,23 @@ export function budgetExceeded(messages: WithParts[], budgets: StepBudgets): Err
   return undefined;
 }
 
+/**
+ * A compaction job that starts after `restarts` runs whose worker died or froze (BullMQ's stall
+ * count of the job): at the interruption cap the turn ends, as for steps, instead of summarising
+ * again; undefined while it may run.
+ */
+export function compactionRestartsExceeded(
+  restarts: number,
+  budgets: Pick<StepBudgets, 'maxInterruptedSteps'>,
+): ErrorData | undefined {
+  if (restarts < budgets.maxInterruptedSteps) return undefined;
+  return errorData(
+    'MaxInterruptionsReachedError',
+    `the compaction was interrupted ${restarts} times (its worker died or lost its lock)`,
+    { interrupted: restarts, compaction: true },
+  );
+}
+
 export interface ProviderRetry {
   /** This retry's number in the run of retryable errors (the failed call included). */
   attempt: number;
