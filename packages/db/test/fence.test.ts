@@ -25,6 +25,16 @@ import {
 
 // Fencing: the token comes from PostgreSQL; a stale holder's transaction writes nothing.
 
+/** A user message of text parts, one token each, appended outside any fence. */
+function appendText(db: Db, tenantId: string, sessionId: string, texts: string[]) {
+  return appendUserMessage(db, {
+    tenantId,
+    sessionId,
+    agent: 'build',
+    parts: texts.map((text) => ({ type: 'text' as const, text, tokens: 1 })),
+  });
+}
+
 /**
  * Runs `take` while an open fenced write of the old holder holds the session row, then lets that
  * write commit a message: `take` parks on the row lock and its snapshot predates the commit.
@@ -178,13 +188,7 @@ describe('fence', () => {
     pg,
   }) => {
     const { tenant, session } = await makeSessionWithTenant(pg.db);
-    const append = (text: string) =>
-      appendUserMessage(pg.db, {
-        tenantId: tenant.id,
-        sessionId: session.id,
-        agent: 'build',
-        parts: [{ type: 'text', text, tokens: 1 }],
-      });
+    const append = (text: string) => appendText(pg.db, tenant.id, session.id, [text]);
     await append('one');
     const snap = await loadHistorySnapshot(pg.db, tenant.id, session.id, null);
     await append('two');
@@ -221,16 +225,7 @@ describe('fence', () => {
     pg,
   }) => {
     const { tenant, session } = await makeSessionWithTenant(pg.db);
-    const append = (text: string) =>
-      appendUserMessage(pg.db, {
-        tenantId: tenant.id,
-        sessionId: session.id,
-        agent: 'build',
-        parts: [
-          { type: 'text', text, tokens: 1 },
-          { type: 'text', text: `${text}, again`, tokens: 2 },
-        ],
-      });
+    const append = (text: string) => appendText(pg.db, tenant.id, session.id, [text, `${text}, again`]);
     await append('one');
     const two = await append('two');
     await append('three');
