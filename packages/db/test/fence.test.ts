@@ -44,14 +44,8 @@ async function behindACommittingWriter<T>(
   ids: { tenantId: string; sessionId: string; fence: number },
   take: () => Promise<T>,
 ): Promise<T> {
-  let release!: () => void;
-  const gate = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  let entered!: () => void;
-  const inside = new Promise<void>((resolve) => {
-    entered = resolve;
-  });
+  const { promise: gate, resolve: release } = Promise.withResolvers<void>();
+  const { promise: inside, resolve: entered } = Promise.withResolvers<void>();
   const slow = withFence(db, ids, async (trx) => {
     entered();
     await gate;
