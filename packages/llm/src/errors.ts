@@ -3,9 +3,10 @@
 // retry-after from whatever the SDK threw; the status/text rules (what counts as an overflow)
 // are core's `classifyProviderError`. Callers branch on `kind`, never on message text.
 
+import { AISDKError, APICallError, TypeValidationError } from '@ai-sdk/provider';
 import { classifyProviderError, isUnsupportedText } from '@loopline/core';
-import { AISDKError, APICallError, RetryError, StreamProviderError, TypeValidationError } from 'ai';
 import { z } from 'zod';
+import { lastErrorOfRetry, StreamProviderError } from './sdk-errors.ts';
 
 export const ClassifiedError = z.object({
   kind: z.enum(['retryable', 'overflow', 'terminal', 'aborted']),
@@ -262,7 +263,8 @@ export function classifyError(error: unknown, signal?: AbortSignal): ClassifiedE
       message: reason instanceof Error ? reason.message : messageOf(error) || 'aborted',
     };
   }
-  if (RetryError.isInstance(error)) return classifyError(error.lastError, signal);
+  const retried = lastErrorOfRetry(error);
+  if (retried !== undefined) return classifyError(retried, signal);
   const refused = egressRefusal(error);
   if (refused) return { kind: 'terminal', message: messageOf(refused), code: 'EgressRefused' };
   if (APICallError.isInstance(error)) {

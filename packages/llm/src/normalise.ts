@@ -3,11 +3,12 @@
 // non-object arguments become `tool-call-invalid`, with the raw argument text and the same error
 // text the SDK gave), and ends at the first finish, error or abort. Stateful per call; no I/O.
 
+import { JSONParseError } from '@ai-sdk/provider';
 import { FinishReason, usageFromSdk } from '@loopline/core';
-import { InvalidToolInputError, JSONParseError, NoSuchToolError } from 'ai';
 import { classifyError, normaliseStreamError } from './errors.ts';
 import type { LlmEvent } from './events.ts';
 import type { StreamPart } from './prompt.ts';
+import { invalidToolInputMessage, noSuchToolMessage } from './sdk-errors.ts';
 
 type Finish = Extract<StreamPart, { type: 'finish' }>;
 type ProviderUsage = Finish['usage'];
@@ -134,31 +135,27 @@ export class StepNormaliser {
   }
 
   private toolCall(callId: string, toolName: string, raw: string): LlmEvent {
-    const invalid = (error: Error, reason: 'unknown-tool' | 'invalid-input'): LlmEvent => ({
+    const invalid = (error: string, reason: 'unknown-tool' | 'invalid-input'): LlmEvent => ({
       type: 'tool-call-invalid',
       callId,
       toolName,
       raw,
-      error: error.message,
+      error,
       reason,
     });
     if (!this.tools.has(toolName)) {
       const available = this.tools.size > 0 ? [...this.tools] : undefined;
-      return invalid(new NoSuchToolError({ toolName, availableTools: available }), 'unknown-tool');
+      return invalid(noSuchToolMessage(toolName, available), 'unknown-tool');
     }
     let input: unknown;
     try {
       // Many models send an empty string for a call without arguments.
       input = raw.trim() === '' ? {} : parseArguments(raw);
     } catch (cause) {
-      const error = new InvalidToolInputError({
-        toolName,
-        toolInput: raw,
-        cause: new JSONParseError({ text: raw, cause }),
-      });
-      return invalid(error, 'invalid-input');
+      const parseError = new JSONParseError({ text: raw, cause });
+      return invalid(invalidToolInputMessage(toolName, parseError), 'invalid-input');
     }
-    if (!isPlainObject(input)) return invalid(new Error('tool input must be a JSON object'), 'invalid-input');
+    if (!isPlainObject(input)) return invalid('tool input must be a JSON object', 'invalid-input');
     return { type: 'tool-call', callId, toolName, input };
   }
 

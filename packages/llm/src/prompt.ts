@@ -2,11 +2,11 @@
 // in the AI SDK's LanguageModelV4 prompt, what `doStream` reads (streamText's conversion without its
 // wrapper). Pure, one pass over the history, no copies of text.
 
+import type { JSONSchema7, LanguageModelV4 } from '@ai-sdk/provider';
 import type { ModelMessage as CoreModelMessage } from '@loopline/core';
-import type { JSONSchema7, LanguageModel } from 'ai';
 
 /** The provider interface a model object implements (what createModel returns). */
-export type Model = Extract<LanguageModel, { specificationVersion: 'v4' }>;
+export type Model = LanguageModelV4;
 export type CallOptions = Parameters<Model['doStream']>[0];
 export type ProviderPrompt = CallOptions['prompt'];
 export type ProviderMessage = ProviderPrompt[number];

@@ -4,9 +4,8 @@
 
 import { createOpenAI } from '@ai-sdk/openai';
 import { LooplineError, MODEL_REF_PATTERN } from '@loopline/core';
-import { defaultSettingsMiddleware, wrapLanguageModel } from 'ai';
 import { httpFetch } from './http-fetch.ts';
-import type { Model } from './prompt.ts';
+import type { CallOptions, Model } from './prompt.ts';
 
 export interface ModelOptions {
   apiKey?: string | undefined;
@@ -73,10 +72,7 @@ function buildModel(modelRef: string, opts: ModelOptions): Model {
       ...fetch,
     });
     // store:false: history is resent in full each step, never referenced by server-side id.
-    return wrapLanguageModel({
-      model: openai.responses(id),
-      middleware: defaultSettingsMiddleware({ settings: { providerOptions: { openai: { store: false } } } }),
-    });
+    return withStoreOff(openai.responses(id));
   }
   if (!opts.baseURL) throw new LooplineError('ConfigError', `${modelRef} needs a baseURL`);
   // Many compatible servers need no key; the SDK still sends a bearer header, so give it one.
@@ -88,4 +84,27 @@ function buildModel(modelRef: string, opts: ModelOptions): Model {
     ...fetch,
   });
   return compatible.chat(id);
+}
+
+/**
+ * The model with `providerOptions.openai.store = false` under every call's own options (what the
+ * SDK's defaultSettingsMiddleware did, without loading the `ai` package): a call that sets `store`
+ * itself keeps its value.
+ */
+function withStoreOff(model: Model): Model {
+  const options = <T extends CallOptions>(call: T): T => ({
+    ...call,
+    providerOptions: {
+      ...call.providerOptions,
+      openai: { store: false, ...call.providerOptions?.openai },
+    },
+  });
+  return {
+    specificationVersion: model.specificationVersion,
+    provider: model.provider,
+    modelId: model.modelId,
+    supportedUrls: model.supportedUrls,
+    doGenerate: (call) => model.doGenerate(options(call)),
+    doStream: (call) => model.doStream(options(call)),
+  };
 }

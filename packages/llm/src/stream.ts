@@ -3,8 +3,8 @@
 // worker runs them), no retries (the queue's); an abort cancels at once, and failures become an
 // `error` event, never a throw.
 
+import { InvalidArgumentError } from '@ai-sdk/provider';
 import { shapeForTemplate } from '@loopline/core';
-import { InvalidArgumentError } from 'ai';
 import { type ClassifiedError, classifyError } from './errors.ts';
 import type { LlmEvent } from './events.ts';
 import { endModelSpan, startModelSpan } from './model-tracing.ts';
@@ -62,9 +62,8 @@ export async function* streamStep(req: StepRequest): AsyncGenerator<LlmEvent, vo
     const max = req.maxOutputTokens;
     if (max !== undefined && (!Number.isInteger(max) || max < 1))
       throw new InvalidArgumentError({
-        parameter: 'maxOutputTokens',
-        value: max,
-        message: 'maxOutputTokens must be an integer >= 1',
+        argument: 'maxOutputTokens',
+        message: 'Invalid argument for parameter maxOutputTokens: maxOutputTokens must be an integer >= 1',
       });
     // Strict templates: same-role runs merged, system text folded into the first user message.
     const shaped = req.template

@@ -3,7 +3,15 @@
 // definitions, for every shape core's model messages take. And the normaliser's tool-call parsing
 // and stream-error payloads, which streamText used to do.
 
-import { jsonSchema, NoSuchToolError, tool } from 'ai';
+import { APICallError, JSONParseError } from '@ai-sdk/provider';
+import {
+  InvalidToolInputError,
+  jsonSchema,
+  NoSuchToolError,
+  RetryError,
+  StreamProviderError as SdkStreamProviderError,
+  tool,
+} from 'ai';
 import { convertToLanguageModelPrompt, prepareTools } from 'ai/internal';
 import { describe, expect, it } from 'vitest';
 import {
@@ -18,6 +26,7 @@ import {
   toProviderPrompt,
   toProviderTools,
 } from '../src/index.ts';
+import { invalidToolInputMessage, StreamProviderError } from '../src/sdk-errors.ts';
 
 const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0]);
 const pdf = new Uint8Array([0x25, 0x50, 0x44, 0x46, 0x2d, 0x31]);
@@ -224,5 +233,44 @@ describe('stream error payloads', () => {
     const plain = new Error('terminated');
     expect(normaliseStreamError(plain)).toBe(plain);
     expect(normaliseStreamError('text')).toBe('text');
+  });
+});
+
+// packages/llm/src/sdk-errors.ts stands in for the `ai` package's errors in the services: the same
+// names, markers and messages, checked here against the package itself.
+describe('the errors of the `ai` package, without it', () => {
+  it('a stream provider error is of the SDK kind, both ways', () => {
+    const ours = normaliseStreamError({ message: 'slow down', status: 429 });
+    expect(ours).toBeInstanceOf(StreamProviderError);
+    expect(SdkStreamProviderError.isInstance(ours)).toBe(true);
+    expect(ours).toMatchObject({ name: 'AI_StreamProviderError', statusCode: 429, isRetryable: true });
+    const theirs = new SdkStreamProviderError({ message: 'overloaded', statusCode: 503 });
+    expect(StreamProviderError.isInstance(theirs)).toBe(true);
+    expect(normaliseStreamError(theirs)).toBe(theirs);
+    expect(classifyError(theirs)).toMatchObject({ kind: 'retryable', status: 503 });
+  });
+
+  it('a RetryError (from generateText or streamText) is classified by its last error', () => {
+    const last = new APICallError({
+      message: 'Bad Request',
+      url: 'http://model/v1/chat/completions',
+      requestBodyValues: {},
+      statusCode: 400,
+      responseBody: '{"error":{"message":"bad","code":"invalid_request_error"}}',
+    });
+    const retried = new RetryError({
+      message: 'failed after 3 attempts',
+      reason: 'maxRetriesExceeded',
+      errors: [last],
+    });
+    expect(classifyError(retried)).toEqual(classifyError(last));
+    expect(classifyError(retried)).toMatchObject({ kind: 'terminal', status: 400 });
+  });
+
+  it('an invalid tool input says what the SDK said', () => {
+    const cause = new JSONParseError({ text: '{"city": "Ro', cause: new SyntaxError('Unterminated string') });
+    expect(invalidToolInputMessage('lookup', cause)).toBe(
+      new InvalidToolInputError({ toolName: 'lookup', toolInput: '{"city": "Ro', cause }).message,
+    );
   });
 });
