@@ -47,6 +47,28 @@ describe('read_output', () => {
     expect((await readOutput(deps, ctx, {})).output).toContain('No stored output with id ""');
   });
 
+  test('a pattern that backtracks exponentially runs in linear time in the worker', async ({ pg }) => {
+    // A tenant's endpoint (or a model asked to) can send any pattern: on a backtracking engine
+    // this one over lines of `aaa…` blocks the event loop for far longer than the test's timeout.
+    const { tenant, session } = await makeSessionWithTenant(pg.db);
+    await pg.db.transaction().execute((trx) =>
+      saveToolOutput(trx, {
+        id: 'out_redos',
+        tenantId: tenant.id,
+        sessionId: session.id,
+        partId: 'prt_redos',
+        callId: 'call_redos',
+        content: Array.from({ length: 3 }, () => 'a'.repeat(20_000)).join('\n'),
+        retentionDays: 7,
+      }),
+    );
+    const ctx = { tenantId: tenant.id, sessionId: session.id };
+    const out = await readOutput({ db: pg.db }, ctx, { outputId: 'out_redos', pattern: '(a|a)*b' });
+    expect(out.output).toBe('(No lines match "(a|a)*b" after line 0.)');
+    const hit = await readOutput({ db: pg.db }, ctx, { outputId: 'out_redos', pattern: '^(a|aa)+$' });
+    expect(hit.output).toContain('(3 matching lines.)');
+  });
+
   test("another session's output, and an expired one, read as absent", async ({ pg }) => {
     const a = await makeSessionWithTenant(pg.db);
     const b = await makeSessionWithTenant(pg.db);

@@ -1,7 +1,12 @@
+import { setFlagsFromString } from 'node:v8';
 import { describe, expect, it } from 'vitest';
-import { compilePattern, readOutputSlice } from '../src/session/read-output.ts';
+import { compilePattern, linearRegexAvailable, readOutputSlice } from '../src/session/read-output.ts';
 import { estimateTokenizer } from '../src/session/tokens.ts';
 import { ingestCap, truncateToolOutput, utf8Length } from '../src/session/truncate.ts';
+
+// The worker enables V8's linear-time regex engine at start (apps/worker/src/tools/read-output.ts);
+// this process does the same before any read_output pattern is compiled.
+setFlagsFromString('--enable-experimental-regexp-engine');
 
 const lines = (n: number, prefix = 'line') =>
   Array.from({ length: n }, (_, i) => `${prefix} ${i + 1}`).join('\n');
@@ -110,13 +115,32 @@ describe('readOutputSlice', () => {
     expect(out).toMatch(/\(100 matching lines; showing \d+\./);
   });
 
-  it('falls back to a literal search for invalid or unsafe patterns', () => {
-    expect(compilePattern('(a+)+$')('xx(a+)+$')).toBe(true);
-    expect(compilePattern('(a+)+$')('aaaa')).toBe(false);
-    expect(compilePattern('([a-z]*)*x')('aaaa')).toBe(false);
+  it('falls back to a literal search for invalid patterns and what the linear engine cannot run', () => {
+    expect(linearRegexAvailable()).toBe(true);
     expect(compilePattern('(a)\\1')('aa')).toBe(false);
+    expect(compilePattern('(a)\\1')('x(a)\\1')).toBe(true);
+    expect(compilePattern('(?=a)a')('(?=a)a')).toBe(true);
     expect(compilePattern('[unclosed')('a [unclosed b')).toBe(true);
     expect(compilePattern('fo+')('foo')).toBe(true);
+  });
+
+  it('runs patterns that backtrack exponentially in linear time', () => {
+    // On a backtracking engine each of these takes longer than the test's timeout (2^40 paths).
+    const line = `${'a'.repeat(40)}c`;
+    expect(compilePattern('(a|a)*b')(line)).toBe(false);
+    expect(compilePattern('(a|aa)*b')(line)).toBe(false);
+    expect(compilePattern('(a+)+$')('aaaa')).toBe(true);
+    expect(compilePattern('([a-z]*)*x')(line)).toBe(false);
+    const out = readOutputSlice(Array.from({ length: 50 }, () => 'a'.repeat(20_000)).join('\n'), {
+      pattern: '(a|a)*b',
+    });
+    expect(out).toBe('(No lines match "(a|a)*b" after line 0.)');
+  });
+
+  it('searches literally where the linear engine is not enabled', () => {
+    expect(compilePattern('(a|a)*b', false)(`${'a'.repeat(40)}c`)).toBe(false);
+    expect(compilePattern('(a|a)*b', false)('x (a|a)*b')).toBe(true);
+    expect(compilePattern('fo+', false)('foo')).toBe(false);
   });
 });
 

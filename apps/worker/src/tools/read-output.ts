@@ -1,3 +1,4 @@
+import { setFlagsFromString } from 'node:v8';
 import { READ_OUTPUT_TOOL, readOutputSlice } from '@loopline/core';
 import { readToolOutput } from '@loopline/db';
 import type { Store } from '../deps.ts';
@@ -5,6 +6,11 @@ import type { ToolResult } from './webhook.ts';
 
 // The built-in read_output tool: offered whenever the model view holds a truncated tool output,
 // so the model can page through or search the full text stored in PostgreSQL.
+
+// A search pattern runs only on V8's linear-time regex engine (core's compilePattern: the `l`
+// flag), which is behind this flag; it changes nothing for regexes without `l`. Set where the tool
+// is loaded, so every process that can run it (the worker, a test) has it before the first search.
+setFlagsFromString('--enable-experimental-regexp-engine');
 
 /** The definition lives in core, so the gateway's request overhead counts the same tool. */
 export { READ_OUTPUT_TOOL };

@@ -10,7 +10,7 @@ export interface ReadOutputOptions {
   offset?: number;
   /** Lines to return (slice) or matches to return (search); at most 2,000. */
   limit?: number;
-  /** A regular expression (JavaScript syntax); a literal substring when it is not a safe one. */
+  /** A regular expression (JavaScript syntax, run in linear time); else a literal substring. */
   pattern?: string;
 }
 
@@ -27,20 +27,41 @@ function numbered(n: number, width: number, line: string): string {
   return `${String(n).padStart(width, ' ')}| ${clip(line)}`;
 }
 
-// The model writes the pattern: refuse what can backtrack exponentially (a quantified group that
-// itself holds a quantifier, backreferences) and search for it literally instead.
-const NESTED_QUANTIFIER = /\((?:[^()\\]|\\.)*[*+}](?:[^()\\]|\\.)*\)\s*[*+?{]/;
-const BACKREFERENCE = /\\[1-9]|\\k</;
+// The model writes the pattern, and a tenant's endpoint writes the model's calls: a backtracking
+// regex engine would let `(a|a)*b` over one line of `aaa…` block the worker's event loop for
+// minutes (and the step re-run on the next worker). So a pattern runs only on V8's linear-time
+// engine (the `l` flag, which the worker enables at start: apps/worker/src/tools/read-output.ts);
+// what that engine cannot run (backreferences, lookahead), or every pattern where it is not
+// enabled, is searched for literally. Never the backtracking engine.
+let linearEngine: boolean | undefined;
 
-/** A matcher for `pattern`: the regex when it compiles and is safe, else a substring test. */
-export function compilePattern(pattern: string): (line: string) => boolean {
-  if (!NESTED_QUANTIFIER.test(pattern) && !BACKREFERENCE.test(pattern)) {
+/** Whether this process's V8 accepts the `l` (linear-time) RegExp flag. */
+export function linearRegexAvailable(): boolean {
+  if (linearEngine === undefined) {
+    // A literal with the flag would be a syntax error of the whole file where the engine is off.
+    const flags = 'l';
     try {
-      const re = new RegExp(pattern);
+      new RegExp('', flags);
+      linearEngine = true;
+    } catch {
+      linearEngine = false;
+    }
+  }
+  return linearEngine;
+}
+
+/**
+ * A matcher for `pattern`: the regex on the linear-time engine when it compiles there, else a
+ * substring test. `linear`: whether the engine is there (this process's V8, unless a test says).
+ */
+export function compilePattern(pattern: string, linear = linearRegexAvailable()): (line: string) => boolean {
+  if (linear) {
+    try {
+      const re = new RegExp(pattern, 'l');
       return (line) =>
         re.test(line.length > 10 * READ_LINE_MAX_CHARS ? line.slice(0, 10 * READ_LINE_MAX_CHARS) : line);
     } catch {
-      // not a valid regex: fall through to a literal search
+      // not a valid regex, or not one the linear engine can run: a literal search
     }
   }
   return (line) => line.includes(pattern);
