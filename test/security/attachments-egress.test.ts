@@ -80,6 +80,40 @@ describe('attachments refused', () => {
     expect(secret.hits).toEqual([]);
   });
 
+  it('POST /v1/chat (useChat) holds file parts to the same rules (400, nothing written)', async () => {
+    const chat = (id: string, parts: unknown[]) =>
+      client.call('POST', '/v1/chat', {
+        id: sessionId,
+        trigger: 'submit-message',
+        messages: [{ id, role: 'user', parts: [{ type: 'text', text: 'look' }, ...parts] }],
+      });
+    const bad = [
+      { url: `http://127.0.0.1:${secret.port}/x.png`, mediaType: 'image/png' },
+      { url: 'http://169.254.169.254/latest/meta-data/', mediaType: 'text/plain' },
+      { url: 'https://files.example.com/a.exe', mediaType: 'application/x-msdownload' },
+      { url: 'data:text/html;base64,PGgxPmhpPC9oMT4=', mediaType: 'image/png' },
+      { url: 'https://files.example.com/a.png', mediaType: 'not a type' },
+      { url: 'https://files.example.com/a.png', mediaType: 'image/png', filename: '' },
+      { url: `https://files.example.com/${'a'.repeat(9_000)}.png`, mediaType: 'image/png' },
+    ];
+    for (const [i, file] of bad.entries()) {
+      const res = await chat(`u-bad-${i}`, [{ type: 'file', ...file }]);
+      expect(res.status, file.url.slice(0, 60)).toBe(400);
+      expect(res.body.error.details.issues[0].path).toMatch(/^\/messages\/0\/parts\/1(\/|$)/);
+    }
+    const many = Array.from({ length: 21 }, (_, i) => ({
+      type: 'file',
+      url: `https://files.example.com/${i}.png`,
+      mediaType: 'image/png',
+    }));
+    const tooMany = await chat('u-many', many);
+    expect(tooMany.status).toBe(400);
+    expect(tooMany.body.error.message).toContain('at most 20 file parts');
+    const log = await client.history(sessionId);
+    expect(log.messages).toEqual([]);
+    expect(secret.hits).toEqual([]);
+  });
+
   it('a name resolving inside: a permanent AttachmentError, no retries, the model never called', async () => {
     const res = await post(client, sessionId, {
       text: 'describe this',

@@ -111,12 +111,17 @@ export function checkModels(
 /**
  * A message's files: an allowed media type; a data: URL of that type within the size limit; an
  * http(s) URL the attachment egress policy allows (the worker fetches it through the same gate).
+ * `pathOf`: where file i is in the request body (issue paths).
  */
-export function checkFiles(deps: AppDeps, files: ReadonlyArray<{ url: string; mime: string }>): void {
+export function checkFiles(
+  deps: AppDeps,
+  files: ReadonlyArray<{ url: string; mime: string }>,
+  pathOf: (i: number) => string = (i) => `/files/${i}`,
+): void {
   const issues: Issue[] = [];
   const maxBytes = deps.egress?.attachmentMaxBytes ?? DEFAULT_ATTACHMENT_MAX_BYTES;
   files.forEach((f, i) => {
-    const at = `/files/${i}`;
+    const at = pathOf(i);
     const mime = f.mime.toLowerCase();
     if (!ATTACHMENT_MEDIA_TYPES.has(mime))
       issues.push({

@@ -6,6 +6,7 @@ import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { appendAndWake, requestHash, withTokens } from '../lib/append.ts';
+import { checkFiles } from '../lib/egress.ts';
 import { HttpError } from '../lib/http-error.ts';
 import { refuseOversizedInput } from '../lib/input-fit.ts';
 import { pendingToolCalls } from '../lib/pending.ts';
@@ -15,6 +16,7 @@ import { submitToolResults } from '../lib/tool-results.ts';
 import { createUIStreamTranslator } from '../lib/ui-stream.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import { ChatBody, ChatParam, UIMessageStream } from '../schemas/chat.ts';
+import { FileInput, MAX_FILES_PER_MESSAGE } from '../schemas/messages.ts';
 import { withErrors } from '../schemas/shared.ts';
 
 // AI SDK UI (useChat) over a durable session; the chat id is the session id. POST /v1/chat reads
@@ -57,28 +59,43 @@ function invalid(path: string, message: string): HttpError {
   });
 }
 
-/** The user message's parts for Loopline: its text parts (joined) and its files. */
-function userParts(parts: UIPartLike[], index: number): { text: string; files: UserPartInput[] } {
+type FilePartInput = Extract<UserPartInput, { type: 'file' }>;
+
+/**
+ * The user message's parts for Loopline: its text parts (joined) and its files, held to the rules of
+ * POST …/messages (FileInput, at most MAX_FILES_PER_MESSAGE; checkFiles in the route). `fileAt[i]`:
+ * the index of file i among the message's parts.
+ */
+function userParts(
+  parts: UIPartLike[],
+  index: number,
+): { text: string; files: FilePartInput[]; fileAt: number[] } {
   const text = parts
     .flatMap((p) => (p.type === 'text' && typeof p.text === 'string' ? [p.text] : []))
     .join('\n');
   if (text.trim().length === 0) throw invalid(`/messages/${index}/parts`, 'a user message needs a text part');
   if (Buffer.byteLength(text, 'utf8') > 1024 * 1024)
     throw invalid(`/messages/${index}/parts`, 'text over 1 MiB');
-  const files: UserPartInput[] = [];
-  for (const p of parts) {
+  const files: FilePartInput[] = [];
+  const fileAt: number[] = [];
+  for (const [i, p] of parts.entries()) {
     if (p.type !== 'file') continue;
-    if (typeof p.url !== 'string' || !/^(https?|data):/.test(p.url) || typeof p.mediaType !== 'string')
-      throw invalid(`/messages/${index}/parts`, 'a file part needs an http(s) or data: url and a mediaType');
-    files.push({
-      type: 'file',
+    const file = FileInput.safeParse({
       url: p.url,
       mime: p.mediaType,
-      ...(typeof p.filename === 'string' ? { filename: p.filename } : {}),
-      tokens: 0,
+      ...(p.filename !== undefined ? { filename: p.filename } : {}),
     });
+    if (!file.success)
+      throw invalid(
+        `/messages/${index}/parts/${i}`,
+        'a file part needs an http(s) or data: url, a mediaType like type/subtype and a filename of 1–255 characters',
+      );
+    files.push({ type: 'file', ...file.data, tokens: 0 });
+    fileAt.push(i);
   }
-  return { text, files };
+  if (files.length > MAX_FILES_PER_MESSAGE)
+    throw invalid(`/messages/${index}/parts`, `at most ${MAX_FILES_PER_MESSAGE} file parts`);
+  return { text, files, fileAt };
 }
 
 /** Client tool results in an assistant UI message (tool parts with output-available / output-error). */
@@ -265,7 +282,8 @@ export const chatRoutes: FastifyPluginAsyncZod<ChatRoutesOptions> = async (app, 
         throw invalid(`/messages/${index}/role`, 'must be user or assistant');
       const respond = async (release: () => void): Promise<void> => {
         if (last.role === 'user') {
-          const { text, files } = userParts(parts, index);
+          const { text, files, fileAt } = userParts(parts, index);
+          checkFiles(deps, files, (i) => `/messages/${index}/parts/${fileAt[i]}`);
           const counted = withTokens([{ type: 'text', text, tokens: 0 }, ...files], deps.tokenizer);
           await refuseOversizedInput(deps, tenantId, session.id, counted, undefined);
           const cursor = await lastEventId(deps.redis, deps.keys, session.id);

@@ -6,6 +6,9 @@ import { z } from 'zod';
 
 const MAX_TEXT_BYTES = 1024 * 1024;
 
+/** Files one user message may carry (POST …/messages and POST /v1/chat alike). */
+export const MAX_FILES_PER_MESSAGE = 20;
+
 export const FileInput = z.strictObject({
   url: z.url({ protocol: /^(https?|data)$/ }).describe('http(s) or data: URL of the file'),
   mime: z
@@ -23,7 +26,11 @@ export const PostMessageBody = z
       .max(MAX_TEXT_BYTES)
       .refine((t) => Buffer.byteLength(t, 'utf8') <= MAX_TEXT_BYTES, 'text must be at most 1 MiB')
       .describe('The user message (1 byte to 1 MiB of UTF-8)'),
-    files: z.array(FileInput).max(20).optional().describe('Attachments sent with the text'),
+    files: z
+      .array(FileInput)
+      .max(MAX_FILES_PER_MESSAGE)
+      .optional()
+      .describe('Attachments sent with the text'),
     system: z.string().min(1).max(200_000).optional().describe('Extra system text for this message'),
   })
   .meta({ example: { text: 'Summarise the attached report.' } });
