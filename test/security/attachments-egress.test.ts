@@ -186,3 +186,57 @@ describe('attachments allowed', () => {
     expect(stored.rows).toEqual([{ size: PNG.length, mime: 'image/png' }]);
   });
 });
+
+describe('attachments over the per-request budget', () => {
+  let stack: Stack;
+  let client: Client;
+  beforeAll(async () => {
+    // Three 72-byte files to a request that may carry 200 bytes of them.
+    stack = await startStack({
+      workerEgress: workerEgress(
+        { attachment: { allowPrivate: false, allowHosts: ['127.0.0.1'] } },
+        { attachmentMaxTotalBytes: 200 },
+      ),
+      egress: { attachment: { allowPrivate: false, allowHosts: ['127.0.0.1'] } },
+    });
+    client = await stack.tenant();
+    await client.agent('a', {});
+  });
+  afterAll(() => stack?.close());
+
+  const budgetError = async (id: string) => {
+    const s = await client.waitIdle(id);
+    expect(s.status).toBe('error');
+    expect(s.error.name).toBe('AttachmentError');
+    expect(s.error.message).toMatch(/more than 200 bytes .* the most one model request carries/);
+    expect(s.error.data.retryable).toBe(false);
+  };
+
+  it('downloads stop at the budget: a permanent AttachmentError, the model never called', async () => {
+    const id = await client.session('a');
+    const before = files.hits;
+    const res = await post(client, id, {
+      text: 'describe these',
+      files: [1, 2, 3].map((n) => ({ url: `${files.url}/cat-${n}.png`, mime: 'image/png' })),
+    });
+    expect(res.status).toBe(202);
+    await budgetError(id);
+    // Two fit (144 bytes); the third was cut off at the 56 bytes left, and never stored.
+    expect(files.hits - before).toBe(3);
+    const { rows } = await sql<{ n: number }>`
+      select count(*)::int as n from attachments where session_id = ${id}`.execute(stack.deps.db);
+    expect(rows[0]?.n).toBe(2);
+    expect(stack.mock.calls).toHaveLength(0);
+  });
+
+  it('data: URLs count too, before anything is read or fetched', async () => {
+    const id = await client.session('a');
+    const before = files.hits;
+    const big = `data:image/png;base64,${Buffer.alloc(300, 7).toString('base64')}`;
+    const res = await post(client, id, { text: 'and this', files: [{ url: big, mime: 'image/png' }] });
+    expect(res.status).toBe(202);
+    await budgetError(id);
+    expect(files.hits).toBe(before);
+    expect(stack.mock.calls).toHaveLength(0);
+  });
+});

@@ -135,6 +135,11 @@ export const webhookEnv = z.object({
     min: 100,
     max: 3_600_000,
   }),
+  LOOPLINE_ATTACHMENT_MAX_TOTAL_BYTES: envInt(
+    50 * 1024 * 1024,
+    'most attachment bytes one model request carries (the files of the history since the compaction boundary, downloads and data: URLs together); past it the step ends with an AttachmentError',
+    { min: 1, max: 4 * 1024 * 1024 * 1024 },
+  ),
 });
 
 /** The per-worker session cache (session-cache.ts). */

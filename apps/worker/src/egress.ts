@@ -15,12 +15,15 @@ export const WEBHOOK_MAX_BYTES = 4 * 1024 * 1024;
 /** Per attachment (LOOPLINE_ATTACHMENT_MAX_BYTES). */
 export const ATTACHMENT_MAX_BYTES = 10 * 1024 * 1024;
 export const ATTACHMENT_TIMEOUT_MS = 30_000;
+/** All attachments of one model request (LOOPLINE_ATTACHMENT_MAX_TOTAL_BYTES). */
+export const ATTACHMENT_MAX_TOTAL_BYTES = 50 * 1024 * 1024;
 
 export interface WorkerEgress {
   gates: Record<EgressPurpose, EgressGate>;
   webhookMaxBytes: number;
   attachmentMaxBytes: number;
   attachmentTimeoutMs: number;
+  attachmentMaxTotalBytes: number;
 }
 
 /** Creates the worker's egress gates, one per purpose. */
@@ -31,6 +34,7 @@ export function workerEgress(
     webhookMaxBytes?: number;
     attachmentMaxBytes?: number;
     attachmentTimeoutMs?: number;
+    attachmentMaxTotalBytes?: number;
   } = {},
 ): WorkerEgress {
   const gate = (purpose: EgressPurpose) =>
@@ -44,6 +48,7 @@ export function workerEgress(
     webhookMaxBytes: opts.webhookMaxBytes ?? WEBHOOK_MAX_BYTES,
     attachmentMaxBytes: opts.attachmentMaxBytes ?? ATTACHMENT_MAX_BYTES,
     attachmentTimeoutMs: opts.attachmentTimeoutMs ?? ATTACHMENT_TIMEOUT_MS,
+    attachmentMaxTotalBytes: opts.attachmentMaxTotalBytes ?? ATTACHMENT_MAX_TOTAL_BYTES,
   };
 }
 

@@ -54,6 +54,7 @@ export function depsFromEnv(
       webhookMaxBytes: env.LOOPLINE_WEBHOOK_MAX_BYTES,
       attachmentMaxBytes: env.LOOPLINE_ATTACHMENT_MAX_BYTES,
       attachmentTimeoutMs: env.LOOPLINE_ATTACHMENT_TIMEOUT_MS,
+      attachmentMaxTotalBytes: env.LOOPLINE_ATTACHMENT_MAX_TOTAL_BYTES,
     }),
     secrets: secretBoxFromEnv(env),
     flags: { disableAutocompact: env.LOOPLINE_DISABLE_AUTOCOMPACT, disablePrune: env.LOOPLINE_DISABLE_PRUNE },

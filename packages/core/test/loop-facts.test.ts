@@ -60,7 +60,7 @@ function unfinished(messages: WithParts[]): WithParts[] {
 }
 
 function withFiles(messages: WithParts[]): WithParts[] {
-  return messages.filter((m) => m.parts.some((x) => x.type === 'file' && /^https?:/i.test(x.url)));
+  return messages.filter((m) => m.parts.some((x) => x.type === 'file'));
 }
 
 function expectAnswers(view: WithParts[], facts: LoopFacts): void {

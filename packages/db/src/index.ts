@@ -27,7 +27,12 @@ export {
   listApiKeys,
   revokeApiKey,
 } from './repo/api-keys.ts';
-export { type AttachmentRecord, loadAttachments, saveAttachment } from './repo/attachments.ts';
+export {
+  type AttachmentRecord,
+  attachmentSizes,
+  loadAttachments,
+  saveAttachment,
+} from './repo/attachments.ts';
 export { batchItemResult } from './repo/batch-results.ts';
 export {
   BATCH_CANCELLED_DETAIL,

@@ -1,5 +1,5 @@
 import { LooplineError, type WithParts } from '@loopline/core';
-import { loadAttachments, saveAttachment } from '@loopline/db';
+import { attachmentSizes, loadAttachments, saveAttachment } from '@loopline/db';
 import { EgressRefusedError } from '@loopline/egress';
 import type { WorkerDeps } from '../deps.ts';
 import { egressOf } from '../egress.ts';
@@ -8,6 +8,10 @@ import { egressOf } from '../egress.ts';
 // attachment egress gate (address checked at connect, no redirects, size and time caps), and
 // stored in `attachments` for every later step; the AI SDK never downloads (core
 // to-model-messages.ts `fileData`). A refused or failed download is a permanent AttachmentError.
+// One request carries at most `attachmentMaxTotalBytes` of files (downloads and data: URLs of the
+// history since the boundary): a file counts a fixed number of tokens whatever its size, so the
+// window does not bound them, and without this cap a tenant's message of many large files would be
+// held in the worker's memory all at once (docs/security.md, "Attachments").
 
 /** The bytes of the history's http(s) file parts by part id: stored ones, else fetched and stored. */
 export async function attachmentBytes(
@@ -17,31 +21,68 @@ export async function attachmentBytes(
   signal: AbortSignal,
 ): Promise<Map<string, Uint8Array>> {
   const wanted: Array<{ id: string; url: string; mime: string }> = [];
+  let inline = 0;
   for (const m of history)
-    for (const p of m.parts)
-      if (p.type === 'file' && /^https?:/i.test(p.url)) wanted.push({ id: p.id, url: p.url, mime: p.mime });
+    for (const p of m.parts) {
+      if (p.type !== 'file') continue;
+      if (/^https?:/i.test(p.url)) wanted.push({ id: p.id, url: p.url, mime: p.mime });
+      else inline += dataUrlBytes(p.url);
+    }
   const out = new Map<string, Uint8Array>();
+  const egress = egressOf(deps);
+  const budget = egress.attachmentMaxTotalBytes;
+  if (inline > budget) throw overBudget(inline, budget);
   if (wanted.length === 0) return out;
-  const stored = await loadAttachments(
+  // Sizes first: the stored bytes are read only when they fit the request's budget.
+  const sizes = await attachmentSizes(
     deps.db,
     ctx.tenantId,
     wanted.map((w) => w.id),
   );
+  let total = inline;
+  for (const n of sizes.values()) total += n;
+  if (total > budget) throw overBudget(total, budget);
+  const stored = await loadAttachments(deps.db, ctx.tenantId, [...sizes.keys()]);
   for (const [id, a] of stored) out.set(id, new Uint8Array(a.data));
-  const egress = egressOf(deps);
   for (const file of wanted) {
     if (out.has(file.id)) continue;
-    const data = await download(egress, file.url, signal);
+    // A download may take what is left of the budget, and no more than the per-file cap.
+    const left = budget - total;
+    if (left <= 0) throw overBudget(total + 1, budget);
+    const capped = left < egress.attachmentMaxBytes;
+    const data = await download(egress, file.url, signal, capped ? left : egress.attachmentMaxBytes).catch(
+      (err: unknown) => {
+        // Over what was left of the budget, not over the per-file cap: say which limit it was.
+        const why = err instanceof LooplineError ? err.data : undefined;
+        throw capped && why?.reason === 'too-large' ? overBudget(budget + 1, budget) : err;
+      },
+    );
+    total += data.length;
     await saveAttachment(deps.db, { ...ctx, partId: file.id, mime: file.mime, data });
     out.set(file.id, new Uint8Array(data));
   }
   return out;
 }
 
+/** The decoded size of a data: URL's payload (base64 or percent-encoded; an upper bound). */
+function dataUrlBytes(url: string): number {
+  const comma = url.indexOf(',');
+  const payload = url.length - comma - 1;
+  return /;base64,/i.test(url.slice(0, comma + 1)) ? Math.floor((payload * 3) / 4) : payload;
+}
+
+function overBudget(total: number, budget: number): LooplineError {
+  return attachmentError(
+    `the files of this conversation since its last compaction come to more than ${budget} bytes ` +
+      `(at least ${total}), the most one model request carries: compact the session or start a new one`,
+  );
+}
+
 async function download(
   egress: ReturnType<typeof egressOf>,
   url: string,
   signal: AbortSignal,
+  maxBytes: number,
 ): Promise<Buffer> {
   const where = safeLabel(url);
   let res: Awaited<ReturnType<typeof egress.gates.attachment.request>>;
@@ -49,7 +90,7 @@ async function download(
     res = await egress.gates.attachment.request(
       url,
       { method: 'GET', signal },
-      { maxBytes: egress.attachmentMaxBytes, timeoutMs: egress.attachmentTimeoutMs },
+      { maxBytes, timeoutMs: egress.attachmentTimeoutMs },
     );
   } catch (err) {
     if (signal.aborted) throw err;

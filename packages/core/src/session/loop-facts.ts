@@ -25,7 +25,10 @@ export interface LoopFacts {
   readonly compactions: readonly WithParts[];
   /** The messages unfinishedAssistants keeps: replies with no finish and no error. */
   readonly unfinished: readonly WithParts[];
-  /** The messages holding an http(s) file part (what the worker fetches for a call). */
+  /**
+   * The messages holding a file part: http(s) ones the worker fetches for a call, data: ones whose
+   * bytes count against the request's attachment budget.
+   */
   readonly files: readonly WithParts[];
   /** stepsThisTurn(messages). */
   readonly steps: number;
@@ -81,7 +84,7 @@ export function extendLoopFacts(facts: LoopFacts, appended: readonly WithParts[]
       if (p.type === 'reasoning') reasoning += storedTokens(p);
       else plain += storedTokens(p);
       if (p.type === 'tool') framed++;
-      else if (p.type === 'file' && /^https?:/i.test(p.url)) file = true;
+      else if (p.type === 'file') file = true;
     }
     if (file) files.push(m);
     if (info.role === 'user') {

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Db } from '../client.ts';
 
 // Attachments: the bytes the worker fetched (through the egress gate) for a message's file part,
@@ -7,6 +8,22 @@ export interface AttachmentRecord {
   partId: string;
   mime: string;
   data: Buffer;
+}
+
+/** The stored size in bytes of those parts, by part id (parts never fetched are absent). */
+export async function attachmentSizes(
+  db: Db,
+  tenantId: string,
+  partIds: readonly string[],
+): Promise<Map<string, number>> {
+  if (partIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('attachments')
+    .select(['part_id', sql<number>`octet_length(data)`.as('bytes')])
+    .where('tenant_id', '=', tenantId)
+    .where('part_id', 'in', [...partIds])
+    .execute();
+  return new Map(rows.map((r) => [r.part_id, Number(r.bytes)]));
 }
 
 /** The stored bytes of those parts, by part id (parts never fetched are absent). */
