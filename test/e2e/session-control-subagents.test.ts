@@ -19,6 +19,21 @@ beforeAll(async () => {
   stack = await startStack({
     scenario: {
       rules: [
+        // An agent that delegates to itself, and a reply of ten tasks at once (the caps of core's
+        // taskLimitRefusal: depth 3, 8 tasks per reply).
+        {
+          when: { lastUserIncludes: 'RECURSE', lastMessageRole: 'user' },
+          reply: task('recursive', 'RECURSE deeper'),
+        },
+        {
+          when: { lastUserIncludes: 'delegate-many', lastMessageRole: 'user' },
+          reply: {
+            toolCalls: Array.from({ length: 10 }, (_, i) => ({
+              name: 'task',
+              arguments: { agent: 'researcher', prompt: `CHILD-TASK ${i}`, description: `part ${i}` },
+            })),
+          },
+        },
         // Parents: delegate to a subagent.
         {
           when: { lastUserIncludes: 'delegate-ok', lastMessageRole: 'user' },
@@ -56,6 +71,7 @@ beforeAll(async () => {
   client = await stack.tenant();
   await client.agent('researcher', { mode: 'subagent', system: 'You are the researcher.' });
   await client.agent('lead', { mode: 'primary', tools: ['task'], system: 'You are the lead.' });
+  await client.agent('recursive', { mode: 'all', tools: ['task'], system: 'You are recursive.' });
   // A subagent that cannot run at all: its system prompt alone overflows (compaction off) → ContextOverflowError.
   await client.agent('tiny', {
     mode: 'all',
@@ -152,7 +168,7 @@ describe('subagents (task tool)', () => {
       const [part] = toolParts(await client.history(id));
       expect(part.state.status).toBe('error');
       expect(part.state.error).toContain(expected);
-      expect(part.state.error).toContain('Available subagents: researcher, tiny');
+      expect(part.state.error).toContain('Available subagents: recursive, researcher, tiny');
       const children = await stack.deps.db
         .selectFrom('sessions')
         .select('id')
@@ -234,5 +250,41 @@ describe('subagents (task tool)', () => {
     // Answered once: one reply after the task result.
     const replies = (await client.history(id)).messages.filter((m: any) => m.info.role === 'assistant');
     expect(replies).toHaveLength(2);
+  });
+  it('subagents nest at most 3 levels: the deepest task is refused and the tree still answers', async () => {
+    const id = await client.session('recursive');
+    await client.send(id, 'RECURSE now');
+    const s = await client.waitIdle(id);
+    expect(s.status).toBe('idle');
+    // The root and three generations below it; the third generation's own task was refused.
+    const chain = [id];
+    for (;;) {
+      const parts = toolParts(await client.history(chain.at(-1)!));
+      const child = parts[0]?.state.metadata?.childSessionId;
+      if (!child) {
+        expect(parts[0].state.status).toBe('error');
+        expect(parts[0].state.error).toMatch(/Subagents nest at most 3 levels deep/);
+        break;
+      }
+      chain.push(child);
+    }
+    expect(chain).toHaveLength(4);
+    for (const sid of chain)
+      expect((await client.call('GET', `/v1/sessions/${sid}`)).body.status).toBe('idle');
+  });
+
+  it('one reply starts at most 8 subagent tasks; the rest are refused with the reason', async () => {
+    const id = await client.session('lead');
+    await client.send(id, 'please delegate-many');
+    const s = await client.waitIdle(id);
+    expect(s.status).toBe('idle');
+    const parts = toolParts(await client.history(id));
+    expect(parts).toHaveLength(10);
+    const started = parts.filter((p: any) => p.state.metadata?.childSessionId);
+    const refused = parts.filter((p: any) => !p.state.metadata?.childSessionId);
+    expect(started).toHaveLength(8);
+    for (const p of started) expect(p.state.status).toBe('completed');
+    expect(refused).toHaveLength(2);
+    for (const p of refused) expect(p.state.error).toMatch(/At most 8 subagent tasks start from one reply/);
   });
 });

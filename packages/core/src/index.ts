@@ -118,8 +118,11 @@ export {
   canRunAsSubagent,
   childAnswer,
   hasReadableOutput,
+  MAX_SUBAGENT_DEPTH,
+  MAX_TASKS_PER_STEP,
   TASK_TOOL_NAME,
   TaskInput,
+  taskLimitRefusal,
   taskToolDefinition,
 } from './session/task.ts';
 export { type LateResult, resolveToolPart } from './session/tool-result.ts';
@@ -226,12 +229,14 @@ export {
   budgetExceeded,
   compactionRestartsExceeded,
   DEFAULT_MAX_INTERRUPTED_STEPS,
+  MAX_TOOL_CALLS_PER_REPLY,
   providerRetry,
   retryDelayMs,
   retryDetail,
   SUMMARY_ATTEMPTS,
   stepsThisTurn,
   summaryRetryDelay,
+  toolCallsOverCap,
   trailingInterruptedSteps,
   trailingProviderErrors,
 } from './session/step-budget.ts';

@@ -3,15 +3,18 @@ import { errorData } from '../src/errors.ts';
 import {
   budgetExceeded,
   compactionRestartsExceeded,
+  MAX_TOOL_CALLS_PER_REPLY,
   providerRetry,
   retryDelayMs,
   retryDetail,
   SUMMARY_ATTEMPTS,
   stepsThisTurn,
   summaryRetryDelay,
+  toolCallsOverCap,
   trailingInterruptedSteps,
   trailingProviderErrors,
 } from '../src/session/step-budget.ts';
+import { MAX_SUBAGENT_DEPTH, MAX_TASKS_PER_STEP, taskLimitRefusal } from '../src/session/task.ts';
 import { assistant, reset, user } from './build.ts';
 
 // The step budget: only steps that reached the model and came back spend maxSteps; interrupted
@@ -187,5 +190,22 @@ describe('compactionRestartsExceeded', () => {
     expect(error?.name).toBe('MaxInterruptionsReachedError');
     expect(error?.data).toEqual({ interrupted: 10, compaction: true });
     expect(error?.message).toMatch(/interrupted 10 times/);
+  });
+});
+
+describe('the limits of one reply', () => {
+  it('tool calls past MAX_TOOL_CALLS_PER_REPLY get an error and are not run', () => {
+    expect(toolCallsOverCap(1)).toBeUndefined();
+    expect(toolCallsOverCap(MAX_TOOL_CALLS_PER_REPLY)).toBeUndefined();
+    expect(toolCallsOverCap(MAX_TOOL_CALLS_PER_REPLY + 1)).toBe(
+      'Not run: a reply may make at most 64 tool calls, and this was call 65. Make the remaining calls in your next reply.',
+    );
+  });
+
+  it('subagent tasks stop at 3 levels below the root and at 8 per reply', () => {
+    expect(taskLimitRefusal(0, 0)).toBeUndefined();
+    expect(taskLimitRefusal(MAX_SUBAGENT_DEPTH - 1, MAX_TASKS_PER_STEP - 1)).toBeUndefined();
+    expect(taskLimitRefusal(MAX_SUBAGENT_DEPTH, 0)).toMatch(/at most 3 levels deep, and this session is 3/);
+    expect(taskLimitRefusal(0, MAX_TASKS_PER_STEP)).toMatch(/At most 8 subagent tasks start from one reply/);
   });
 });

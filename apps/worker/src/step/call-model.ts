@@ -17,6 +17,7 @@ import {
   TASK_TOOL_NAME,
   type ToolConfig,
   type ToolPart,
+  toolCallsOverCap,
   type Usage,
   type WithParts,
 } from '@loopline/core';
@@ -213,6 +214,7 @@ async function callAfterStart(
     abortSignal: input.signal,
     ...(memo ? { promptMemo: memo } : {}),
   });
+  let toolCalls = 0; // the reply's, for core's cap (toolCallsOverCap)
   for await (const ev of events) {
     switch (ev.type) {
       case 'text-start':
@@ -227,11 +229,23 @@ async function callAfterStart(
       case 'reasoning-end':
         await recorder.end(ev.id);
         break;
-      case 'tool-call':
-        await recorder.toolCall(ev.callId, ev.toolName, ev.input);
+      case 'tool-call': {
+        const over = toolCallsOverCap(++toolCalls);
+        if (over)
+          await recorder.toolCall(ev.callId, ev.toolName, {}, { raw: JSON.stringify(ev.input), error: over });
+        else await recorder.toolCall(ev.callId, ev.toolName, ev.input);
         break;
+      }
       case 'tool-call-invalid':
-        await recorder.toolCall(ev.callId, ev.toolName, {}, { raw: ev.raw, error: ev.error });
+        await recorder.toolCall(
+          ev.callId,
+          ev.toolName,
+          {},
+          {
+            raw: ev.raw,
+            error: toolCallsOverCap(++toolCalls) ?? ev.error,
+          },
+        );
         break;
       case 'finish':
         finish = { finish: ev.finish, usage: ev.usage, responseId: ev.responseId };

@@ -3,12 +3,14 @@ import {
   canRunAsSubagent,
   countPart,
   type DeferredMetadata,
+  MAX_SUBAGENT_DEPTH,
   newId,
   partTokens,
   TASK_TOOL_NAME,
   TaskInput,
   type ToolConfig,
   type ToolPart,
+  taskLimitRefusal,
 } from '@loopline/core';
 import {
   appendUserMessage,
@@ -44,9 +46,10 @@ export async function deferCall(
   call: ToolPart,
   tools: Map<string, ToolConfig>,
   agent: AgentConfig,
+  tasks: TaskCount = { started: 0 },
 ): Promise<boolean> {
   if (call.tool === TASK_TOOL_NAME && agent.tools.includes(TASK_TOOL_NAME)) {
-    await startTask(deps, writer, call);
+    await startTask(deps, writer, call, tasks);
     return true;
   }
   const tool = tools.get(call.tool);
@@ -68,14 +71,30 @@ export async function deferCall(
   return true;
 }
 
-async function startTask(deps: Resources & Tokens, writer: SessionWriter, call: ToolPart): Promise<void> {
+/** The task calls of one reply seen so far (runTools runs them at once; counted before any wait). */
+export interface TaskCount {
+  started: number;
+}
+
+async function startTask(
+  deps: Resources & Tokens,
+  writer: SessionWriter,
+  call: ToolPart,
+  tasks: TaskCount,
+): Promise<void> {
   const { tenantId, sessionId } = writer.ctx;
   const start = Date.now();
   const input = call.state.input;
+  const before = tasks.started++;
   const parsed = TaskInput.safeParse(input);
   let refusal: string | undefined;
   let subagent: { name: string; config: AgentConfig } | undefined;
-  if (!parsed.success) {
+  const limited = parsed.success
+    ? taskLimitRefusal(await depthOf(deps, tenantId, sessionId), before)
+    : undefined;
+  if (limited) {
+    refusal = limited;
+  } else if (!parsed.success) {
     refusal = `Invalid task input: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; ')}`;
   } else {
     const found = /^[a-zA-Z0-9_-]{1,64}$/.test(parsed.data.agent)
@@ -157,4 +176,15 @@ async function startTask(deps: Resources & Tokens, writer: SessionWriter, call: 
   } catch {
     // events are a live view
   }
+}
+
+/** How many levels below its root session `sessionId` is (0: a root), counted up to the cap. */
+async function depthOf(deps: Resources, tenantId: string, sessionId: string): Promise<number> {
+  let depth = 0;
+  let parent = (await getSession(deps.db, tenantId, sessionId))?.parentSessionId ?? null;
+  while (parent && depth <= MAX_SUBAGENT_DEPTH) {
+    depth++;
+    parent = (await getSession(deps.db, tenantId, parent))?.parentSessionId ?? null;
+  }
+  return depth;
 }

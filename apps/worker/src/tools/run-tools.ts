@@ -16,7 +16,7 @@ import type { Logger } from 'pino';
 import type { Hooks, Metered, Resources, Tokens, WorkerDeps } from '../deps.ts';
 import { resolveAgent } from '../session-context.ts';
 import type { SessionWriter } from '../session-writer.ts';
-import { deferCall } from './deferred.ts';
+import { deferCall, type TaskCount } from './deferred.ts';
 import { readOutput } from './read-output.ts';
 import { callWebhook, type ToolResult } from './webhook.ts';
 
@@ -46,6 +46,7 @@ export async function runTools(
     remaining: opts.deferLast ? todo.length : Number.POSITIVE_INFINITY,
     deferred: [],
     log: opts.log ?? deps.logger.child(writer.ctx),
+    tasks: { started: 0 },
   };
   // Every call settles before the step goes on (an abort must not leave one still writing).
   const settled = await Promise.allSettled(
@@ -60,6 +61,8 @@ interface Batch {
   remaining: number;
   deferred: ToolResultWrite[];
   log: Logger;
+  /** Subagent tasks of this batch (one reply), for the per-reply cap (core taskLimitRefusal). */
+  tasks: TaskCount;
 }
 
 /** A tool result to write: the part in its final state, and the full output when it was cut. */
@@ -107,7 +110,7 @@ async function runOne(
     start = call.state.time.start; // written running by the step, with its other parts
   } else {
     // A subagent task or a client tool: marked running and left for later (session control).
-    if (!signal.aborted && (await deferCall(deps, writer, call, tools, agent))) {
+    if (!signal.aborted && (await deferCall(deps, writer, call, tools, agent, batch.tasks))) {
       batch.remaining--;
       return;
     }

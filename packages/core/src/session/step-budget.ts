@@ -13,6 +13,19 @@ export interface StepBudgets {
   maxInterruptedSteps: number;
 }
 
+/**
+ * Tool calls one reply may make. What a reply holds is the model's, so possibly a tenant's own
+ * endpoint's: calls past this many are recorded as errors and not run (the model sees why), so one
+ * reply cannot start thousands of executions and webhook requests at once.
+ */
+export const MAX_TOOL_CALLS_PER_REPLY = 64;
+
+/** The error a tool call past MAX_TOOL_CALLS_PER_REPLY is recorded with (it is not run). */
+export function toolCallsOverCap(nth: number): string | undefined {
+  if (nth <= MAX_TOOL_CALLS_PER_REPLY) return undefined;
+  return `Not run: a reply may make at most ${MAX_TOOL_CALLS_PER_REPLY} tool calls, and this was call ${nth}. Make the remaining calls in your next reply.`;
+}
+
 /** LOOPLINE_MAX_INTERRUPTED_STEPS when the worker is given none. */
 export const DEFAULT_MAX_INTERRUPTED_STEPS = 10;
 

@@ -20,6 +20,27 @@ export const TaskInput = z.object({
 });
 export type TaskInput = z.infer<typeof TaskInput>;
 
+/**
+ * How deep subagents nest: a session started by `task` from a root session is at depth 1. The
+ * task tool is a tenant's to use (an agent of mode `all` may start itself), so without a bound one
+ * message could grow a tree of sessions without end.
+ */
+export const MAX_SUBAGENT_DEPTH = 3;
+/** Subagent tasks one reply may start; later ones are refused (the model may start them later). */
+export const MAX_TASKS_PER_STEP = 8;
+
+/**
+ * Why a `task` call may not start a child: the session starting it is `depth` levels below its root
+ * and `started` tasks of the same reply started before it. Undefined: it may.
+ */
+export function taskLimitRefusal(depth: number, started: number): string | undefined {
+  if (depth >= MAX_SUBAGENT_DEPTH)
+    return `Subagents nest at most ${MAX_SUBAGENT_DEPTH} levels deep, and this session is ${depth} levels below its root: do the work here.`;
+  if (started >= MAX_TASKS_PER_STEP)
+    return `At most ${MAX_TASKS_PER_STEP} subagent tasks start from one reply; this one was not started. Start it once some of the others have answered.`;
+  return undefined;
+}
+
 /** Agents that may run as a subagent. */
 export function canRunAsSubagent(agent: Pick<AgentConfig, 'mode'>): boolean {
   return agent.mode === 'subagent' || agent.mode === 'all';
