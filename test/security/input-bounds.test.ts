@@ -155,4 +155,24 @@ describe('agent and tool configs', () => {
     expect(res.status).toBe(400);
     expect(JSON.stringify(res.body.error.details)).toContain('timeoutMs');
   });
+  it('bounds session and batch metadata to 16 KiB of JSON, and stores nothing past it', async () => {
+    const before = await rowCounts(stack.db);
+    const big = { notes: 'x'.repeat(16 * 1024) };
+    const session = await send('POST', '/v1/sessions', JSON.stringify({ agent: 'helper', metadata: big }));
+    expect(session.status).toBe(400);
+    expect(JSON.stringify(session.body.error.details)).toContain('metadata must be at most 16384 bytes');
+    const batch = await send(
+      'POST',
+      '/v1/batches',
+      JSON.stringify({ agent: 'helper', conversations: [{ messages: ['hi'], metadata: big }] }),
+    );
+    expect(batch.status).toBe(400);
+    expect(await rowCounts(stack.db)).toEqual(before);
+    const fits = await send(
+      'POST',
+      '/v1/sessions',
+      JSON.stringify({ agent: 'helper', metadata: { notes: 'x'.repeat(16 * 1024 - 20) } }),
+    );
+    expect(fits.status).toBe(201);
+  });
 });

@@ -120,6 +120,7 @@ export {
   hasReadableOutput,
   MAX_SUBAGENT_DEPTH,
   MAX_TASKS_PER_STEP,
+  SUBAGENT_MODES,
   TASK_TOOL_NAME,
   TaskInput,
   taskLimitRefusal,

@@ -15,7 +15,14 @@ export {
   withFence,
 } from './fence.ts';
 export { MIGRATIONS_DIR, migrateToLatest, migrateWhenReady } from './migrate.ts';
-export { deleteAgent, getAgent, getAgentCredential, listAgents, putAgent } from './repo/agents.ts';
+export {
+  deleteAgent,
+  getAgent,
+  getAgentCredential,
+  listAgents,
+  listSubagentNames,
+  putAgent,
+} from './repo/agents.ts';
 export {
   type ApiKeyAuth,
   type ApiKeyInfo,

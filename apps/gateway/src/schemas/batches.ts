@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MetadataInput } from './shared.ts';
 
 // Request and response schemas of batches: the JSON body (and each JSONL line),
 // the batch view with its counts, and the JSONL results (routes/batches.ts). No .transform() in
@@ -6,6 +7,7 @@ import { z } from 'zod';
 
 const Timestamp = z.string().describe('ISO 8601 timestamp');
 const Metadata = z.record(z.string(), z.unknown()).describe('Free-form JSON, returned as is');
+const MetadataIn = MetadataInput.describe('Free-form JSON (at most 16 KiB), returned as is');
 const MAX_TEXT_BYTES = 1024 * 1024;
 
 const BatchMessageText = z
@@ -24,7 +26,7 @@ export const BatchConversation = z
       .min(1, 'a conversation needs at least one message')
       .max(MAX_BATCH_MESSAGES)
       .describe('User messages, posted in order: each one after the session answered the one before'),
-    metadata: Metadata.optional().describe("Kept on the conversation's session and in its result line"),
+    metadata: MetadataIn.optional().describe("Kept on the conversation's session and in its result line"),
   })
   .describe('One conversation of a batch');
 export type BatchConversation = z.infer<typeof BatchConversation>;
@@ -36,7 +38,7 @@ export const CreateBatchBody = z
       .array(BatchConversation)
       .min(1, 'conversations must not be empty')
       .describe('At most 10,000 conversations (LOOPLINE_BATCH_MAX_CONVERSATIONS)'),
-    metadata: Metadata.optional().describe('Kept with the batch'),
+    metadata: MetadataIn.optional().describe('Kept with the batch'),
   })
   .describe(
     'A batch as JSON. Or upload JSONL (content-type application/x-ndjson, agent in ?agent=): one ' +

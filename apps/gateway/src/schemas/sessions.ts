@@ -9,7 +9,7 @@ import {
 } from '@loopline/core';
 import { z } from 'zod';
 import { PendingToolCall } from './session-control.ts';
-import { Metadata, Timestamp } from './shared.ts';
+import { Metadata, MetadataInput, Timestamp } from './shared.ts';
 
 // Schemas of session creation and the session view (routes/sessions.ts), with the token gauge and
 // the compaction records the view carries.
@@ -45,7 +45,7 @@ export const CreateSessionBody = z
   .strictObject({
     agent: z.string().min(1).describe('Name of an agent defined with PUT /v1/agents/:name'),
     overrides: SessionOverrides.optional(),
-    metadata: Metadata.optional(),
+    metadata: MetadataInput.optional(),
   })
   .meta({
     example: { agent: 'researcher', overrides: { maxSteps: 10 }, metadata: { ticket: 'T-1' } },

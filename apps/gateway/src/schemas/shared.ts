@@ -51,6 +51,15 @@ export const Metadata = z
   .record(z.string(), z.unknown())
   .describe('Free-form JSON kept with the session, returned as is');
 
+/** The most metadata a request may store (its JSON): it is returned by every session read and list. */
+export const METADATA_MAX_BYTES = 16 * 1024;
+
+/** Metadata as a request brings it: free-form JSON of at most METADATA_MAX_BYTES. */
+export const MetadataInput = Metadata.refine(
+  (m) => Buffer.byteLength(JSON.stringify(m), 'utf8') <= METADATA_MAX_BYTES,
+  `metadata must be at most ${METADATA_MAX_BYTES} bytes of JSON`,
+);
+
 export const DeletedDefinition = z
   .object({ deleted: z.literal(true), name: z.string() })
   .describe('The definition is gone')

@@ -1,7 +1,6 @@
 import {
   BUILTIN_TOOLS,
   builtinToolDefinitions,
-  canRunAsSubagent,
   hasReadableOutput,
   PROVIDER_DEFAULT_PROMPT,
   requestOverhead,
@@ -10,7 +9,7 @@ import {
   type ToolConfig,
   type WithParts,
 } from '@loopline/core';
-import { getToolsByName, listAgents, type SessionInfo } from '@loopline/db';
+import { getToolsByName, listSubagentNames, type SessionInfo } from '@loopline/db';
 import { capabilitiesFor, type ToolSpec } from '@loopline/llm';
 import type { Store, Tokens } from '../deps.ts';
 
@@ -74,9 +73,5 @@ export function overheadOf(deps: Tokens, system: string[], tools: ToolSpec[]): n
 /** Agents the task tool may start (mode subagent or all), sorted; read only when the agent has task. */
 export async function subagentNames(deps: Store, session: SessionInfo): Promise<string[]> {
   if (!session.agent.tools.includes(TASK_TOOL_NAME)) return [];
-  const agents = await listAgents(deps.db, session.tenantId);
-  return agents
-    .filter((a) => canRunAsSubagent(a.config))
-    .map((a) => a.name)
-    .sort();
+  return listSubagentNames(deps.db, session.tenantId);
 }

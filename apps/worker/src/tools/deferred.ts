@@ -17,7 +17,7 @@ import {
   createSession,
   getAgent,
   getSession,
-  listAgents,
+  listSubagentNames,
   setSessionStatus,
   updatePart,
 } from '@loopline/db';
@@ -101,10 +101,7 @@ async function startTask(
       ? await getAgent(deps.db, tenantId, parsed.data.agent)
       : undefined;
     if (!found || !canRunAsSubagent(found.config)) {
-      const names = (await listAgents(deps.db, tenantId))
-        .filter((a) => canRunAsSubagent(a.config))
-        .map((a) => a.name)
-        .sort();
+      const names = await listSubagentNames(deps.db, tenantId);
       refusal = `${found ? `Agent "${parsed.data.agent}" cannot run as a subagent (mode: ${found.config.mode})` : `Unknown agent "${parsed.data.agent}"`}. Available subagents: ${names.join(', ') || 'none'}.`;
     } else subagent = { name: found.name, config: found.config };
   }

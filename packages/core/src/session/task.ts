@@ -41,9 +41,12 @@ export function taskLimitRefusal(depth: number, started: number): string | undef
   return undefined;
 }
 
+/** The agent modes that may run as a subagent. */
+export const SUBAGENT_MODES: readonly AgentConfig['mode'][] = ['subagent', 'all'];
+
 /** Agents that may run as a subagent. */
 export function canRunAsSubagent(agent: Pick<AgentConfig, 'mode'>): boolean {
-  return agent.mode === 'subagent' || agent.mode === 'all';
+  return SUBAGENT_MODES.includes(agent.mode);
 }
 
 export interface ToolDefinitionShape {

@@ -1,4 +1,5 @@
-import type { AgentConfig } from '@loopline/core';
+import { type AgentConfig, SUBAGENT_MODES } from '@loopline/core';
+import { sql } from 'kysely';
 import type { Db } from '../client.ts';
 import type { AgentInfo } from './mappers.ts';
 import {
@@ -36,6 +37,21 @@ export function getAgent(db: Db, tenantId: string, name: string): Promise<AgentI
 /** The tenant's agents, without their credentials. */
 export function listAgents(db: Db, tenantId: string): Promise<AgentInfo[]> {
   return listNamedConfigs<AgentConfig>(db, AGENTS, tenantId);
+}
+
+/**
+ * The names of the tenant's agents that may run as subagents (mode `subagent` or `all`), sorted:
+ * what the task tool lists, read without the configs (a tenant's agents may be many and large).
+ */
+export async function listSubagentNames(db: Db, tenantId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('agents')
+    .select('name')
+    .where('tenant_id', '=', tenantId)
+    .where(sql<string>`config->>'mode'`, 'in', [...SUBAGENT_MODES])
+    .orderBy('name')
+    .execute();
+  return rows.map((r) => r.name);
 }
 
 /** The sealed model credential of an agent (undefined: no such agent; null: none stored). */
