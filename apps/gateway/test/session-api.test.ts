@@ -1,4 +1,4 @@
-import { createSession, getAgent, setSessionStatus } from '@loopline/db';
+import { createSession, getAgent, listSessionPage, setSessionStatus } from '@loopline/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, rowCounts, type Stack, startStack, tenantWithSession } from './helpers.ts';
 
@@ -46,6 +46,10 @@ describe('GET /v1/sessions', () => {
       url = `/v1/sessions?limit=2&cursor=${body.nextCursor}`;
     }
     expect(seen).toEqual([...ids.reverse(), t.sessionId]);
+    // A page never reads the sessions' frozen agent configs (each up to the body limit).
+    const page = await listSessionPage(stack.db, t.tenant.id, {}, { limit: 200 });
+    expect(page.sessions.length).toBe(6);
+    for (const s of page.sessions) expect(s).not.toHaveProperty('agent');
 
     const even = await get(`/v1/sessions?metadata=${encodeURIComponent('{"userId":"u-even"}')}`);
     expect(even.json().sessions.map((s: { metadata: { i: number } }) => s.metadata.i)).toEqual([4, 2, 0]);

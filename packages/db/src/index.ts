@@ -93,6 +93,7 @@ export type {
   AgentInfo,
   CompactionInfo,
   SessionInfo,
+  SessionListItem,
   StepInfo,
   TenantInfo,
   ToolInfo,

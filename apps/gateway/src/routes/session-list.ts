@@ -1,5 +1,5 @@
 import type { SessionStatus } from '@loopline/core';
-import { CURSOR_TIMESTAMP, listSessionPage, type SessionCursor, type SessionInfo } from '@loopline/db';
+import { CURSOR_TIMESTAMP, listSessionPage, type SessionCursor, type SessionListItem } from '@loopline/db';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { HttpError } from '../lib/http-error.ts';
 import { deleteSession } from '../lib/session-delete.ts';
@@ -21,7 +21,7 @@ import { IdParam, withErrors } from '../schemas/shared.ts';
 const tags = ['sessions'];
 
 /** The list view of a session. */
-export function summary(s: SessionInfo): SessionSummary {
+export function summary(s: SessionListItem): SessionSummary {
   return {
     id: s.id,
     agent: s.agentName,

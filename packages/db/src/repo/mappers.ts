@@ -99,11 +99,18 @@ export interface SessionInfo {
 
 /** A sessions row as SessionInfo. */
 export function toSession(row: SessionRow): SessionInfo {
+  return { ...toSessionListItem(row), agent: row.agent };
+}
+
+/** A session without its frozen agent config (which may be large): what lists need. */
+export type SessionListItem = Omit<SessionInfo, 'agent'>;
+
+/** A session row read without its `agent` column. */
+export function toSessionListItem(row: Omit<SessionRow, 'agent' | 'traceparent'>): SessionListItem {
   return {
     id: row.id,
     tenantId: row.tenant_id,
     agentName: row.agent_name,
-    agent: row.agent,
     status: row.status,
     statusDetail: row.status_detail,
     fence: row.fence,

@@ -1,7 +1,7 @@
 import type { SessionStatus } from '@loopline/core';
 import { sql } from 'kysely';
 import type { Db } from '../client.ts';
-import { type SessionInfo, toSession } from './mappers.ts';
+import { type SessionListItem, toSessionListItem } from './mappers.ts';
 
 // GET /v1/sessions: a tenant's sessions, newest first, filtered, a page at a time. The cursor's
 // created_at travels as PostgreSQL prints it (microseconds): a JS Date would round it to
@@ -24,10 +24,37 @@ export interface SessionFilter {
 }
 
 export interface SessionPage {
-  sessions: SessionInfo[];
+  /** Without their agent configs (up to the request body limit each): a page reads none of them. */
+  sessions: SessionListItem[];
   /** Cursor of the next page; undefined on the last page. */
   next?: SessionCursor;
 }
+
+/** Every column of a session but its agent config (and its trace context). */
+const LIST_COLUMNS = [
+  'id',
+  'tenant_id',
+  'agent_name',
+  'status',
+  'status_detail',
+  'fence',
+  'last_seq',
+  'step_count',
+  'boundary_seq',
+  'last_usage',
+  'token_ratio',
+  'token_ratio_weight',
+  'compaction_count',
+  'last_compaction_at',
+  'error',
+  'title',
+  'parent_session_id',
+  'metadata',
+  'abort_requested_seq',
+  'kind',
+  'created_at',
+  'updated_at',
+] as const;
 
 /** Matches what PostgreSQL prints for a timestamptz, the only created_at a cursor may carry. */
 export const CURSOR_TIMESTAMP = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?[+-]\d{2}(:\d{2})?$/;
@@ -41,7 +68,7 @@ export async function listSessionPage(
 ): Promise<SessionPage> {
   let query = db
     .selectFrom('sessions')
-    .selectAll()
+    .select(LIST_COLUMNS)
     .select(sql<string>`created_at::text`.as('created_key'))
     .where('tenant_id', '=', tenantId);
   if (filter.statuses && filter.statuses.length > 0)
@@ -65,7 +92,7 @@ export async function listSessionPage(
   const page = rows.slice(0, opts.limit);
   const last = page.at(-1);
   return {
-    sessions: page.map(({ created_key: _key, ...row }) => toSession(row)),
+    sessions: page.map(({ created_key: _key, ...row }) => toSessionListItem(row)),
     ...(rows.length > opts.limit && last ? { next: { createdAt: last.created_key, id: last.id } } : {}),
   };
 }
