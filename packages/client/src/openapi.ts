@@ -2742,6 +2742,15 @@ export interface operations {
                 };
             };
             /** @description Every error response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3105,6 +3114,15 @@ export interface operations {
             };
             /** @description Every error response */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Every error response */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

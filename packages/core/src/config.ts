@@ -25,6 +25,9 @@ export const MAX_DELAY_MS = 7 * 86_400_000;
 export const MAX_TOOL_OUTPUT_BYTES = 16 * 1024 * 1024;
 export const MAX_TOOL_OUTPUT_LINES = 1_000_000;
 export const MAX_AGENT_TOOLS = 256;
+/** Agents and tools one tenant may define: every list returns them all, and they are read whole. */
+export const MAX_AGENTS_PER_TENANT = 500;
+export const MAX_TOOLS_PER_TENANT = 1_000;
 const tokens = () => z.number().int().nonnegative().max(MAX_TOKENS);
 const toolName = z.string().min(1).max(128);
 const uniqueNames = (names: readonly string[]) => new Set(names).size === names.length;

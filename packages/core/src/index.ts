@@ -19,6 +19,8 @@ export {
   AgentConfig,
   type AgentConfigInput,
   CompactionConfig,
+  MAX_AGENTS_PER_TENANT,
+  MAX_TOOLS_PER_TENANT,
   MODEL_REF_PATTERN,
   ModelCapabilities,
   ModelLimits,

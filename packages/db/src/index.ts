@@ -16,6 +16,7 @@ export {
 } from './fence.ts';
 export { MIGRATIONS_DIR, migrateToLatest, migrateWhenReady } from './migrate.ts';
 export {
+  agentWithinCap,
   deleteAgent,
   getAgent,
   getAgentCredential,
@@ -184,6 +185,7 @@ export {
   getToolsByName,
   listTools,
   putTool,
+  toolWithinCap,
 } from './repo/tools.ts';
 export {
   deleteWebhookSubscription,

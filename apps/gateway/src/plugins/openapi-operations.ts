@@ -56,6 +56,8 @@ const CONFLICTS = new Set([
   'deleteTool',
   'chat',
   'putV1WebhooksName', // the per-tenant subscription cap
+  'putAgent', // the per-tenant caps of agents and tools
+  'putTool',
 ]);
 /** Operations that look up another resource named in the body (404 without a path id). */
 const BODY_LOOKUPS = new Set(['createSession', 'createBatch', 'chat']);

@@ -1,7 +1,16 @@
-import { deleteAgent, getAgent, getAgentCredential, listAgents, putAgent } from '@loopline/db';
+import { MAX_AGENTS_PER_TENANT } from '@loopline/core';
+import {
+  agentWithinCap,
+  deleteAgent,
+  getAgent,
+  getAgentCredential,
+  listAgents,
+  putAgent,
+} from '@loopline/db';
 import { agentCredentialAad, type SecretBox } from '@loopline/egress';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { checkModels, invalid } from '../lib/egress.ts';
+import { HttpError } from '../lib/http-error.ts';
 import { namedConfigRoutes, namedView } from '../lib/named-configs.ts';
 import { checkTools } from '../lib/sessions.ts';
 import { tenantOf } from '../plugins/auth.ts';
@@ -90,6 +99,14 @@ export const agentRoutes: FastifyPluginAsyncZod = async (app) => {
       const name = request.params.name;
       checkModels(deps, tenantId, config);
       await checkTools(deps, tenantId, config.tools, '/tools');
+      if (!(await agentWithinCap(deps.db, tenantId, name)))
+        throw new HttpError(
+          'conflict',
+          `A tenant has at most ${MAX_AGENTS_PER_TENANT} agents: delete one first`,
+          {
+            limit: MAX_AGENTS_PER_TENANT,
+          },
+        );
       const credential = await credentialFor(deps, tenantId, name, config.baseURL, apiKey);
       const { agent, created } = await putAgent(deps.db, tenantId, name, config, credential);
       request.log.info({ tenantId, agent: agent.name, version: agent.version, created }, 'agent saved');

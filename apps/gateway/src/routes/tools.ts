@@ -1,4 +1,13 @@
-import { agentsUsingTool, deleteTool, getTool, getToolSigningSecret, listTools, putTool } from '@loopline/db';
+import { MAX_TOOLS_PER_TENANT } from '@loopline/core';
+import {
+  agentsUsingTool,
+  deleteTool,
+  getTool,
+  getToolSigningSecret,
+  listTools,
+  putTool,
+  toolWithinCap,
+} from '@loopline/db';
 import { generateWebhookSecret, toolSecretAad } from '@loopline/egress';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { checkWebhook } from '../lib/egress.ts';
@@ -40,6 +49,14 @@ export const toolRoutes: FastifyPluginAsyncZod = async (app) => {
       const name = request.params.name;
       const config = request.body;
       if (config.kind === 'webhook') checkWebhook(deps, config);
+      if (!(await toolWithinCap(deps.db, tenantId, name)))
+        throw new HttpError(
+          'conflict',
+          `A tenant has at most ${MAX_TOOLS_PER_TENANT} tools: delete one first`,
+          {
+            limit: MAX_TOOLS_PER_TENANT,
+          },
+        );
       // A webhook tool without a signing secret (new, or stored before signing existed) gets one;
       // it is shown in this response only.
       const box = deps.egress?.secrets;

@@ -1,4 +1,4 @@
-import { type AgentConfig, SUBAGENT_MODES } from '@loopline/core';
+import { type AgentConfig, MAX_AGENTS_PER_TENANT, SUBAGENT_MODES } from '@loopline/core';
 import { sql } from 'kysely';
 import type { Db } from '../client.ts';
 import type { AgentInfo } from './mappers.ts';
@@ -9,6 +9,7 @@ import {
   listNamedConfigs,
   type NamedConfigKind,
   putNamedConfig,
+  withinNamedConfigCap,
 } from './named-configs.ts';
 
 // Agents: named, versioned configurations of a tenant (named-configs.ts does the storage). The
@@ -27,6 +28,11 @@ export async function putAgent(
 ): Promise<{ agent: AgentInfo; created: boolean }> {
   const { item, created } = await putNamedConfig(db, AGENTS, tenantId, name, config, credential);
   return { agent: item, created };
+}
+
+/** Whether a put of agent `name` keeps the tenant within MAX_AGENTS_PER_TENANT (an update always does). */
+export function agentWithinCap(db: Db, tenantId: string, name: string): Promise<boolean> {
+  return withinNamedConfigCap(db, AGENTS, tenantId, name, MAX_AGENTS_PER_TENANT);
 }
 
 /** The tenant's agent of that name, without its credential. */

@@ -95,6 +95,25 @@ export async function putNamedConfig<C>(
   return { item: existing, created: false, secretStored: false };
 }
 
+/**
+ * Whether a put of `name` keeps the tenant within `max` configs of this kind: an existing name
+ * always does (an update). A check before the put, as for webhook subscriptions: two concurrent
+ * creations may pass it together, so the cap holds within the number of concurrent requests.
+ */
+export async function withinNamedConfigCap(
+  db: Db,
+  kind: NamedConfigKind,
+  tenantId: string,
+  name: string,
+  max: number,
+): Promise<boolean> {
+  const t = sql.table(kind.table);
+  const { rows } = await sql<{ ok: boolean }>`
+    select exists (select 1 from ${t} where tenant_id = ${tenantId} and name = ${name})
+      or (select count(*) from ${t} where tenant_id = ${tenantId}) < ${max} as ok`.execute(db);
+  return rows[0]?.ok === true;
+}
+
 /** The tenant's named config of that name (never its secret), or undefined. */
 export async function getNamedConfig<C>(
   db: Db,

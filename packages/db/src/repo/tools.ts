@@ -1,4 +1,4 @@
-import type { ToolConfig } from '@loopline/core';
+import { MAX_TOOLS_PER_TENANT, type ToolConfig } from '@loopline/core';
 import { sql } from 'kysely';
 import type { Db } from '../client.ts';
 import type { ToolInfo } from './mappers.ts';
@@ -9,6 +9,7 @@ import {
   listNamedConfigs,
   type NamedConfigKind,
   putNamedConfig,
+  withinNamedConfigCap,
 } from './named-configs.ts';
 
 // Tools: named, versioned tool definitions of a tenant, webhook or client tools (named-configs.ts
@@ -16,6 +17,11 @@ import {
 // and kept by later puts; ToolInfo never carries it.
 
 const TOOLS: NamedConfigKind = { table: 'tools', secret: 'signing_secret', onPut: 'keep' };
+
+/** Whether a put of tool `name` keeps the tenant within MAX_TOOLS_PER_TENANT (an update always does). */
+export function toolWithinCap(db: Db, tenantId: string, name: string): Promise<boolean> {
+  return withinNamedConfigCap(db, TOOLS, tenantId, name, MAX_TOOLS_PER_TENANT);
+}
 
 /** Creates or updates the tool; `signingSecret` (sealed) is stored only if the tool has none yet. */
 export async function putTool(
