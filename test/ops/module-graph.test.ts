@@ -16,8 +16,8 @@ import { registerHooks } from 'node:module';
 const loaded = [];
 registerHooks({ load(url, context, next) { loaded.push(url); return next(url, context); } });
 await import(process.argv[1]);
-process.stdout.write(JSON.stringify(loaded));
-process.exit(0);
+// Exit once the list is flushed: a pipe is written asynchronously, and an early exit cuts it off.
+process.stdout.write(JSON.stringify(loaded), () => process.exit(0));
 `;
 
 async function modulesLoadedBy(entry: string): Promise<string[]> {
