@@ -12,6 +12,7 @@ import {
 } from '@loopline/core';
 import { tracingEnv } from '@loopline/telemetry';
 import { z } from 'zod';
+import { MODEL_CALL_TIMEOUT_MS } from './deps.ts';
 import { defaultFairness } from './fairness/options.ts';
 import { DEFAULT_HEAP_GROWTH_PERCENT } from './heap.ts';
 import { defaultSessionCache } from './session-cache.ts';
@@ -41,6 +42,11 @@ export const loopEnv = z.object({
     8,
     'consecutive retryable provider errors before the session errors',
     100,
+  ),
+  LOOPLINE_MODEL_CALL_TIMEOUT_MS: envMs(
+    MODEL_CALL_TIMEOUT_MS,
+    'longest one model call (step, summary or title) may take, start to finish; past it the call fails as a retryable provider error (`ETIMEDOUT`)',
+    { min: 1_000, max: 86_400_000 },
   ),
   LOOPLINE_MAX_INTERRUPTED_STEPS: count(
     10,

@@ -9,6 +9,9 @@ import type { FairnessOptions } from './fairness/options.ts';
 import type { WorkerMetrics } from './metrics.ts';
 import type { SessionCache } from './session-cache.ts';
 
+/** LOOPLINE_MODEL_CALL_TIMEOUT_MS's default: 30 minutes for one model call, start to finish. */
+export const MODEL_CALL_TIMEOUT_MS = 30 * 60_000;
+
 // The worker's dependencies, handed in (no module singletons), and the narrow contexts a function
 // asks for instead of the whole bag (docs/decisions.md D32): groups joined with `&`; callers hand
 // in the one WorkerDeps, which fits every group structurally. Field docs are on WorkerDeps.
@@ -27,7 +30,11 @@ export interface WorkerDeps {
    * when baseURL is set) from this key and base URL, plus `providers` (LOOPLINE_PROVIDERS). The
    * deployment's credentials are only ever sent to these.
    */
-  llm: { apiKey?: string; baseURL?: string; providers?: Provider[] };
+  /**
+   * Operator providers, and `callTimeoutMs`: the longest one model call may take, start to finish
+   * (LOOPLINE_MODEL_CALL_TIMEOUT_MS; absent → MODEL_CALL_TIMEOUT_MS).
+   */
+  llm: { apiKey?: string; baseURL?: string; providers?: Provider[]; callTimeoutMs?: number };
   /**
    * Gates for every outbound request a tenant influences (webhooks, attachments, tenant model
    * endpoints). Absent → gates that refuse every private address.

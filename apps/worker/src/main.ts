@@ -49,6 +49,7 @@ export function depsFromEnv(
       ...(env.OPENAI_API_KEY ? { apiKey: env.OPENAI_API_KEY } : {}),
       ...(env.OPENAI_BASE_URL ? { baseURL: env.OPENAI_BASE_URL } : {}),
       providers: [...providersFromEnv(env, process.env).values()],
+      callTimeoutMs: env.LOOPLINE_MODEL_CALL_TIMEOUT_MS,
     },
     egress: workerEgress(policiesFromConfig(env), {
       webhookMaxBytes: env.LOOPLINE_WEBHOOK_MAX_BYTES,

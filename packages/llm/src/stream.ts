@@ -37,13 +37,30 @@ export interface StepRequest {
   template?: { strictAlternation?: boolean; systemRole?: boolean };
   /** The previous call's provider messages (prompt.ts PromptMemo): only new messages are converted. */
   promptMemo?: { prompt?: PromptMemo };
+  /**
+   * The whole call's time budget in ms. Past it the call ends with a retryable `ETIMEDOUT` error:
+   * an endpoint that sends a byte now and then never trips an idle timeout, and would otherwise
+   * hold its step for as long as it likes.
+   */
+  timeoutMs?: number;
 }
 
 /** Streams one model request as Loopline's normalised events. */
 export async function* streamStep(req: StepRequest): AsyncGenerator<LlmEvent, void, undefined> {
-  const signal = req.abortSignal;
+  const caller = req.abortSignal;
+  const deadline = req.timeoutMs !== undefined ? AbortSignal.timeout(req.timeoutMs) : undefined;
+  // The request and the reader stop at either; only the caller's abort is an abort.
+  const signal = deadline ? (caller ? AbortSignal.any([caller, deadline]) : deadline) : caller;
+  const classify = (error: unknown): ClassifiedError =>
+    deadline?.aborted && !caller?.aborted
+      ? {
+          kind: 'retryable',
+          code: 'ETIMEDOUT',
+          message: `the model call did not finish within ${budgetText(req.timeoutMs ?? 0)}`,
+        }
+      : classifyError(error, caller);
   const normaliser = new StepNormaliser(
-    signal,
+    caller,
     req.tools.map((t) => t.name),
   );
   const span = startModelSpan(req.model, req);
@@ -88,8 +105,11 @@ export async function* streamStep(req: StepRequest): AsyncGenerator<LlmEvent, vo
         break;
       }
       for (const ev of normaliser.push(value)) {
-        if (ev.type === 'error') failure = ev.error;
-        yield ev;
+        if (ev.type === 'error') {
+          // An error part the cut-off connection caused: the deadline's error, not the part's.
+          failure = deadline?.aborted ? classify(ev.error) : ev.error;
+          yield { ...ev, error: failure };
+        } else yield ev;
       }
       // After the finish the rest of the stream is read to its end (the connection goes back to
       // the pool); after an error it is cancelled.
@@ -98,14 +118,14 @@ export async function* streamStep(req: StepRequest): AsyncGenerator<LlmEvent, vo
     if (!normaliser.ended) {
       normaliser.ended = true;
       failure = signal?.aborted
-        ? classifyError(signal.reason, signal)
+        ? classify(signal.reason)
         : { kind: 'retryable', message: 'model stream ended without a finish' };
       yield { type: 'error', error: failure };
     }
   } catch (error) {
     if (!normaliser.ended) {
       normaliser.ended = true;
-      failure = classifyError(error, signal);
+      failure = classify(error);
       yield { type: 'error', error: failure };
     }
   } finally {
@@ -122,4 +142,9 @@ export async function* streamStep(req: StepRequest): AsyncGenerator<LlmEvent, vo
         (normaliser.ended ? undefined : { kind: 'aborted', message: 'the caller stopped reading' }),
     });
   }
+}
+
+/** A time budget for a message: `400 ms`, `1800 s`. */
+function budgetText(ms: number): string {
+  return ms < 10_000 ? `${ms} ms` : `${Math.round(ms / 1000)} s`;
 }

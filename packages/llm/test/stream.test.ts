@@ -310,6 +310,31 @@ describe.each([
     expect(only(events, 'finish')).toHaveLength(0);
   });
 
+  it('ends a call past its time budget with a retryable ETIMEDOUT error, after what it streamed', async () => {
+    // A server that keeps sending, slowly: no idle timeout ever trips, the budget does.
+    const ac = new AbortController();
+    const events = await step(
+      { latencyMs: 50, rules: [{ reply: { text: 'word '.repeat(400) } }] },
+      { abortSignal: ac.signal, timeoutMs: 400 },
+    );
+    expect(lastError(events)).toEqual({
+      kind: 'retryable',
+      code: 'ETIMEDOUT',
+      message: 'the model call did not finish within 400 ms',
+    });
+    expect(only(events, 'text-delta').length).toBeGreaterThan(0);
+    expect(only(events, 'finish')).toHaveLength(0);
+    expect(ac.signal.aborted).toBe(false);
+    // The caller's own abort inside the budget is still an abort.
+    const mine = new AbortController();
+    setTimeout(() => mine.abort(new Error('user abort')), 200);
+    const aborted = await step(
+      { latencyMs: 50, rules: [{ reply: { text: 'word '.repeat(400) } }] },
+      { abortSignal: mine.signal, timeoutMs: 60_000 },
+    );
+    expect(lastError(aborted)).toEqual({ kind: 'aborted', message: 'user abort' });
+  });
+
   it('returns aborted at once for an already-aborted signal', async () => {
     const ac = new AbortController();
     ac.abort();

@@ -12,7 +12,14 @@ import {
   type Usage,
 } from '@loopline/core';
 import { type ClassifiedError, streamStep } from '@loopline/llm';
-import type { Hooks, Metered, Models, Store, Tokens } from '../deps.ts';
+import {
+  type Hooks,
+  type Metered,
+  MODEL_CALL_TIMEOUT_MS,
+  type Models,
+  type Store,
+  type Tokens,
+} from '../deps.ts';
 import { secondsSince } from '../metrics.ts';
 import { modelFor } from '../model-endpoint.ts';
 import type { SessionWriter } from '../session-writer.ts';
@@ -115,6 +122,7 @@ async function summarizeOnce(
     maxOutputTokens: fit.output,
     template: model.template,
     abortSignal: signal,
+    timeoutMs: deps.llm.callTimeoutMs ?? MODEL_CALL_TIMEOUT_MS,
   });
   // Reasoning and tool calls are not part of a summary: only text blocks are kept.
   for await (const ev of events) {

@@ -35,7 +35,7 @@ import {
 import { type LlmEvent, streamStep } from '@loopline/llm';
 import type { Logger } from 'pino';
 import { isUserAbort } from '../abort-reason.ts';
-import type { Models } from '../deps.ts';
+import { MODEL_CALL_TIMEOUT_MS, type Models } from '../deps.ts';
 import { secondsSince } from '../metrics.ts';
 import { modelFor } from '../model-endpoint.ts';
 import type { RequestMemo } from '../session-cache.ts';
@@ -212,6 +212,7 @@ async function callAfterStart(
     maxOutputTokens: fitRequest(input.estimate.bound, agent.limits).output,
     template: agent.caps,
     abortSignal: input.signal,
+    timeoutMs: deps.llm.callTimeoutMs ?? MODEL_CALL_TIMEOUT_MS,
     ...(memo ? { promptMemo: memo } : {}),
   });
   let toolCalls = 0; // the reply's, for core's cap (toolCallsOverCap)
