@@ -1,6 +1,6 @@
 import { readEvents, tokensUsed } from '@loopline/queue';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { type Client, lookupTool, type Stack, startStack } from '../support/stack.ts';
 import { sleep } from '../support/wait.ts';
 
 // The per-tenant token budget: before each model call the estimate of its prompt
@@ -25,12 +25,7 @@ beforeAll(async () => {
     fairness: { tokenWindowMs: WINDOW_MS },
   });
   client = await stack.tenant('budgeted');
-  await client.tool('lookup', {
-    kind: 'webhook',
-    description: 'facts',
-    inputSchema: { type: 'object', properties: { topic: { type: 'string' } }, required: ['topic'] },
-    url: `${stack.tools.url}/lookup`,
-  });
+  await client.tool('lookup', lookupTool(stack.tools.url));
   await client.agent('helper', { tools: ['lookup'] });
   const res = await fetch(`${stack.url}/v1/admin/tenants/${client.tenantId}`, {
     method: 'PATCH',

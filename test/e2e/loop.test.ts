@@ -1,6 +1,6 @@
 import { readEvents } from '@loopline/queue';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { type Client, lookupTool, type Stack, startStack } from '../support/stack.ts';
 import { sleep, until } from '../support/wait.ts';
 
 // The durable loop end to end: gateway → step jobs → mock model over HTTP → webhook tools →
@@ -25,12 +25,7 @@ beforeAll(async () => {
     },
   });
   client = await stack.tenant();
-  await client.tool('lookup', {
-    kind: 'webhook',
-    description: 'facts',
-    inputSchema: { type: 'object', properties: { topic: { type: 'string' } }, required: ['topic'] },
-    url: `${stack.tools.url}/lookup`,
-  });
+  await client.tool('lookup', lookupTool(stack.tools.url));
   await client.agent('helper', { tools: ['lookup'] });
 });
 afterAll(() => stack?.close());

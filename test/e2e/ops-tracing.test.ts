@@ -4,7 +4,7 @@ import { reconcileOnce, TITLE_SYSTEM_PROMPT } from '@loopline/worker';
 import { SpanKind } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { type Client, lookupTool, type Stack, startStack } from '../support/stack.ts';
 import { until } from '../support/wait.ts';
 import { SUMMARY_SYSTEM, summaryRule } from './context-fixtures.ts';
 
@@ -71,12 +71,7 @@ describe('tracing', () => {
         { when: { lastMessageRole: 'tool' }, reply: { text: 'It is 18°C in Paris.' } },
       ],
     });
-    await client.tool('lookup', {
-      kind: 'webhook',
-      description: 'facts',
-      inputSchema: { type: 'object', properties: { topic: { type: 'string' } } },
-      url: `${stack.tools.url}/lookup`,
-    });
+    await client.tool('lookup', lookupTool(stack.tools.url));
     await client.agent('traced', { tools: ['lookup'] });
     const id = await client.session('traced');
     await client.send(id, 'What is the weather in Paris?');

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clusterUnavailable, type PrivateCluster, startRedisCluster } from '../support/redis-cluster.ts';
-import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { type Client, lookupTool, type Stack, startStack } from '../support/stack.ts';
 import { until as waitUntil } from '../support/wait.ts';
 
 // Redis Cluster (docs/DEPLOYMENT.md): a local three-master cluster, a gateway process
@@ -199,12 +199,7 @@ describe.skipIf(unavailable !== undefined)('on a Redis Cluster', () => {
       },
     });
     client = await stack.tenant('cluster');
-    await client.tool('lookup', {
-      kind: 'webhook',
-      description: 'facts',
-      inputSchema: { type: 'object', properties: { topic: { type: 'string' } }, required: ['topic'] },
-      url: `${stack.tools.url}/lookup`,
-    });
+    await client.tool('lookup', lookupTool(stack.tools.url));
     await client.agent('helper', { tools: ['lookup'] });
     startWorkerProcess();
     gatewayUrl = await startGatewayProcess();

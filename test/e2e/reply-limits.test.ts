@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { type Client, lookupTool, type Stack, startStack } from '../support/stack.ts';
 
 // What one model reply may set off is bounded: the reply is the model's, so possibly a tenant's
 // own endpoint's. Tool calls past core's MAX_TOOL_CALLS_PER_REPLY (64) are recorded as errors and
@@ -19,11 +19,7 @@ beforeAll(async () => {
     },
   });
   client = await stack.tenant();
-  await client.tool('lookup', {
-    kind: 'webhook',
-    inputSchema: { type: 'object', properties: { topic: { type: 'string' } } },
-    url: `${stack.tools.url}/lookup`,
-  });
+  await client.tool('lookup', lookupTool(stack.tools.url));
   await client.agent('a', { tools: ['lookup'] });
 });
 afterAll(() => stack?.close());

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { type Client, lookupTool, type Stack, startStack } from '../support/stack.ts';
 import { until } from '../support/wait.ts';
 
 // Messages during a run (docs/context.md §4), per agent `midRunMessages`:
@@ -26,12 +26,7 @@ beforeAll(async () => {
     },
   });
   client = await stack.tenant();
-  await client.tool('lookup', {
-    kind: 'webhook',
-    description: 'facts',
-    inputSchema: { type: 'object', properties: { topic: { type: 'string' } }, required: ['topic'] },
-    url: `${stack.tools.url}/lookup`,
-  });
+  await client.tool('lookup', lookupTool(stack.tools.url));
   await client.agent('steerer', { tools: ['lookup'], system: 'steer agent', midRunMessages: 'steer' });
   await client.agent('queuer', { tools: ['lookup'], system: 'queue agent', midRunMessages: 'queue' });
 });

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { workerEgress } from '@loopline/worker';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Client, type Stack, startStack } from '../support/stack.ts';
+import { type Client, lookupTool, type Stack, startStack } from '../support/stack.ts';
 import { type SecretServer, startSecretServer } from './servers.ts';
 
 // Message attachments: checked at the gateway (scheme, media type, size, address), fetched by
@@ -157,11 +157,7 @@ describe('attachments allowed', () => {
       egress: { attachment: { allowPrivate: false, allowHosts: ['127.0.0.1'] } },
     });
     client = await stack.tenant();
-    await client.tool('lookup', {
-      kind: 'webhook',
-      inputSchema: { type: 'object', properties: { topic: { type: 'string' } } },
-      url: `${stack.tools.url}/lookup`,
-    });
+    await client.tool('lookup', lookupTool(stack.tools.url));
     await client.agent('a', { tools: ['lookup'] });
   });
   afterAll(() => stack?.close());

@@ -63,6 +63,16 @@ export interface Stack {
   close(): Promise<void>;
 }
 
+/** The demo tool server's `lookup` webhook tool (apps/cli/src/demo-tools.ts), as a tenant defines it. */
+export function lookupTool(toolsUrl: string): ToolConfigInput {
+  return {
+    kind: 'webhook',
+    description: 'facts',
+    inputSchema: { type: 'object', properties: { topic: { type: 'string' } }, required: ['topic'] },
+    url: `${toolsUrl}/lookup`,
+  };
+}
+
 export interface Client {
   apiKey: string;
   tenantId: string;
