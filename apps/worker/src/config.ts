@@ -45,7 +45,7 @@ export const loopEnv = z.object({
   ),
   LOOPLINE_MODEL_CALL_TIMEOUT_MS: envMs(
     MODEL_CALL_TIMEOUT_MS,
-    'longest one model call (step, summary or title) may take, start to finish; past it the call fails as a retryable provider error (`ETIMEDOUT`)',
+    'longest one model call of a step or a summary may take, start to finish (titles have their own 60 s); past it the call fails as a retryable provider error (`ETIMEDOUT`)',
     { min: 1_000, max: 86_400_000 },
   ),
   LOOPLINE_MAX_INTERRUPTED_STEPS: count(

@@ -28,11 +28,9 @@ export interface WorkerDeps {
   /**
    * The operator's model providers (model-endpoint.ts): the built-in `openai` (and `compatible`
    * when baseURL is set) from this key and base URL, plus `providers` (LOOPLINE_PROVIDERS). The
-   * deployment's credentials are only ever sent to these.
-   */
-  /**
-   * Operator providers, and `callTimeoutMs`: the longest one model call may take, start to finish
-   * (LOOPLINE_MODEL_CALL_TIMEOUT_MS; absent → MODEL_CALL_TIMEOUT_MS).
+   * deployment's credentials are only ever sent to these. `callTimeoutMs`: the longest one model
+   * call of a step or a summary may take, start to finish (LOOPLINE_MODEL_CALL_TIMEOUT_MS; absent →
+   * MODEL_CALL_TIMEOUT_MS).
    */
   llm: { apiKey?: string; baseURL?: string; providers?: Provider[]; callTimeoutMs?: number };
   /**
