@@ -89,8 +89,10 @@ async function startTask(
   const parsed = TaskInput.safeParse(input);
   let refusal: string | undefined;
   let subagent: { name: string; config: AgentConfig } | undefined;
+  // The session starting the task: its depth for the limits, its kind for the child.
+  const parent = parsed.success ? await getSession(deps.db, tenantId, sessionId) : undefined;
   const limited = parsed.success
-    ? taskLimitRefusal(await depthOf(deps, tenantId, sessionId), before)
+    ? taskLimitRefusal(await depthBelow(deps, tenantId, parent?.parentSessionId ?? null), before)
     : undefined;
   if (limited) {
     refusal = limited;
@@ -128,7 +130,6 @@ async function startTask(
     ...call,
     state: { status: 'running', input, title: task.description, metadata, time: { start } },
   };
-  const parent = await getSession(deps.db, tenantId, sessionId);
   const prompt = { type: 'text' as const, text: task.prompt, tokens: 0 };
   prompt.tokens = partTokens({ ...prompt, id: '', sessionId: '', messageId: '' }, deps.tokenizer);
   const child = await writer.write(async (trx, emit) => {
@@ -175,13 +176,13 @@ async function startTask(
   }
 }
 
-/** How many levels below its root session `sessionId` is (0: a root), counted up to the cap. */
-async function depthOf(deps: Resources, tenantId: string, sessionId: string): Promise<number> {
+/**
+ * How many levels below its root a session is whose parent is `parent` (0: a root, no parent),
+ * counted up to the cap.
+ */
+async function depthBelow(deps: Resources, tenantId: string, parent: string | null): Promise<number> {
   let depth = 0;
-  let parent = (await getSession(deps.db, tenantId, sessionId))?.parentSessionId ?? null;
-  while (parent && depth <= MAX_SUBAGENT_DEPTH) {
-    depth++;
-    parent = (await getSession(deps.db, tenantId, parent))?.parentSessionId ?? null;
-  }
+  for (let at = parent; at && depth <= MAX_SUBAGENT_DEPTH; depth++)
+    at = (await getSession(deps.db, tenantId, at))?.parentSessionId ?? null;
   return depth;
 }
