@@ -37,8 +37,7 @@ export {
 } from './repo/api-keys.ts';
 export {
   type AttachmentRecord,
-  attachmentSizes,
-  loadAttachments,
+  loadAttachmentsWithin,
   saveAttachment,
 } from './repo/attachments.ts';
 export { batchItemResult } from './repo/batch-results.ts';

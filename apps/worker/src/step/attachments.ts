@@ -1,5 +1,5 @@
 import { LooplineError, type WithParts } from '@loopline/core';
-import { attachmentSizes, loadAttachments, saveAttachment } from '@loopline/db';
+import { loadAttachmentsWithin, saveAttachment } from '@loopline/db';
 import { EgressRefusedError } from '@loopline/egress';
 import type { WorkerDeps } from '../deps.ts';
 import { egressOf } from '../egress.ts';
@@ -33,17 +33,16 @@ export async function attachmentBytes(
   const budget = egress.attachmentMaxTotalBytes;
   if (inline > budget) throw overBudget(inline, budget);
   if (wanted.length === 0) return out;
-  // Sizes first: the stored bytes are read only when they fit the request's budget.
-  const sizes = await attachmentSizes(
+  // One statement: the stored bytes are read only when they fit what the data: URLs left.
+  const stored = await loadAttachmentsWithin(
     deps.db,
     ctx.tenantId,
     wanted.map((w) => w.id),
+    budget - inline,
   );
-  let total = inline;
-  for (const n of sizes.values()) total += n;
-  if (total > budget) throw overBudget(total, budget);
-  const stored = await loadAttachments(deps.db, ctx.tenantId, [...sizes.keys()]);
-  for (const [id, a] of stored) out.set(id, new Uint8Array(a.data));
+  let total = inline + stored.total;
+  if (!stored.records) throw overBudget(total, budget);
+  for (const [id, a] of stored.records) out.set(id, new Uint8Array(a.data));
   for (const file of wanted) {
     if (out.has(file.id)) continue;
     // A download may take what is left of the budget, and no more than the per-file cap.

@@ -10,36 +10,32 @@ export interface AttachmentRecord {
   data: Buffer;
 }
 
-/** The stored size in bytes of those parts, by part id (parts never fetched are absent). */
-export async function attachmentSizes(
+/**
+ * The stored bytes of those parts, by part id (parts never fetched are absent), in one statement
+ * that reads them only if together they come to at most `maxBytes`: `total` is their size either
+ * way, `records` is absent past it (no byte of them was sent).
+ */
+export async function loadAttachmentsWithin(
   db: Db,
   tenantId: string,
   partIds: readonly string[],
-): Promise<Map<string, number>> {
-  if (partIds.length === 0) return new Map();
-  const rows = await db
-    .selectFrom('attachments')
-    .select(['part_id', sql<number>`octet_length(data)`.as('bytes')])
-    .where('tenant_id', '=', tenantId)
-    .where('part_id', 'in', [...partIds])
-    .execute();
-  return new Map(rows.map((r) => [r.part_id, Number(r.bytes)]));
-}
-
-/** The stored bytes of those parts, by part id (parts never fetched are absent). */
-export async function loadAttachments(
-  db: Db,
-  tenantId: string,
-  partIds: readonly string[],
-): Promise<Map<string, AttachmentRecord>> {
-  if (partIds.length === 0) return new Map();
-  const rows = await db
-    .selectFrom('attachments')
-    .select(['part_id', 'mime', 'data'])
-    .where('tenant_id', '=', tenantId)
-    .where('part_id', 'in', [...partIds])
-    .execute();
-  return new Map(rows.map((r) => [r.part_id, { partId: r.part_id, mime: r.mime, data: r.data }]));
+  maxBytes: number,
+): Promise<{ total: number; records?: Map<string, AttachmentRecord> }> {
+  if (partIds.length === 0) return { total: 0, records: new Map() };
+  const { rows } = await sql<{ part_id: string; mime: string; data: Buffer | null; total: string }>`
+    with a as (
+      select part_id, mime, data from attachments
+      where tenant_id = ${tenantId} and part_id = any(${[...partIds]}::text[])
+    ),
+    s as (select coalesce(sum(octet_length(data)), 0) as total from a)
+    select a.part_id, a.mime, case when s.total <= ${maxBytes} then a.data end as data, s.total::text as total
+    from a cross join s`.execute(db);
+  const total = Number(rows[0]?.total ?? 0);
+  if (total > maxBytes) return { total };
+  return {
+    total,
+    records: new Map(rows.map((r) => [r.part_id, { partId: r.part_id, mime: r.mime, data: r.data! }])),
+  };
 }
 
 /** Stores fetched bytes; a part fetched twice (two racing workers) keeps the first copy. */
