@@ -1,10 +1,11 @@
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 // The worker's own configuration parser (not exported by @loopline/worker): the bench reads the
 // step concurrency exactly as the worker process will, from the same environment.
 import { workerConfigFromEnv } from '../../apps/worker/src/config.ts';
 import { REDIS_URL } from './infra.ts';
-import { spawnNode } from './proc.ts';
+import { OUT_DIR, spawnNode } from './proc.ts';
 
 // The real worker process (apps/worker/src/main.ts) as the figures start it: the service's
 // database and namespace, the mock model, titles off, node flags as deployed. Its step
@@ -24,6 +25,12 @@ export interface WorkerProcess {
   stepConcurrency: number;
 }
 
+// The worker as deployed keeps Node's compile cache (docs/DEPLOYMENT.md, worker memory): from its
+// second start on, its TypeScript is read stripped and compiled from the cache, and the type
+// stripper is never loaded. BENCH_WORKER_COMPILE_CACHE='' measures a worker without it.
+export const WORKER_COMPILE_CACHE =
+  process.env.BENCH_WORKER_COMPILE_CACHE ?? path.join(OUT_DIR, 'node-compile-cache');
+
 /** The environment of a bench worker process. */
 export function workerEnv(opts: {
   databaseUrl: string;
@@ -40,6 +47,7 @@ export function workerEnv(opts: {
     LOG_LEVEL: 'warn',
     // A title is one extra model call per new session, not part of the loop being measured.
     LOOPLINE_DISABLE_TITLES: '1',
+    ...(WORKER_COMPILE_CACHE ? { NODE_COMPILE_CACHE: WORKER_COMPILE_CACHE } : {}),
     ...(process.env.BENCH_WORKER_STEP_CONCURRENCY
       ? { WORKER_STEP_CONCURRENCY: process.env.BENCH_WORKER_STEP_CONCURRENCY }
       : {}),

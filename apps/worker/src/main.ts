@@ -1,3 +1,4 @@
+import { getCompileCacheDir } from 'node:module';
 import { ConfigError } from '@loopline/core';
 import { createDb, migrateWhenReady } from '@loopline/db';
 import { policiesFromConfig, secretBoxFromEnv } from '@loopline/egress';
@@ -115,7 +116,11 @@ async function main() {
     stalledIntervalMs: env.WORKER_STALLED_INTERVAL_MS,
     stepPreparing: env.WORKER_STEP_PREPARE_CONCURRENCY,
   });
-  deps.logger.info({ queues: workers.map((w) => w.name) }, 'worker started');
+  // compileCache: null means every start strips the TypeScript again (docs/DEPLOYMENT.md).
+  deps.logger.info(
+    { queues: workers.map((w) => w.name), compileCache: getCompileCacheDir() ?? null },
+    'worker started',
+  );
   // Re-wakes sessions that lost their job and lock (reconcile.ts); LOOPLINE_RECONCILE_INTERVAL_MS=0: off.
   const reconciler = await startReconciler(
     deps,
