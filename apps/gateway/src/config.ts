@@ -74,6 +74,15 @@ export const gatewayLimitsEnv = z.object({
   ),
   LOOPLINE_RATE_LIMIT_WINDOW_MS: envMs(60_000, 'the rate-limit window', { min: 1, max: 86_400_000 }),
   LOOPLINE_BATCH_MAX_CONVERSATIONS: envInt(10_000, 'conversations per batch', { min: 1, max: 1_000_000 }),
+  LOOPLINE_APPEND_CONCURRENCY: envInt(
+    4,
+    'POST …/messages statements in flight at once per gateway; messages arriving while all are busy are written together in the next one',
+    { min: 1, max: 1_000 },
+  ),
+  LOOPLINE_APPEND_BATCH_MAX: envInt(64, 'messages written in one statement at most (1 = each on its own)', {
+    min: 1,
+    max: 1_000,
+  }),
   LOOPLINE_AUTH_CACHE_MS: envMs(
     2_000,
     "how long a checked API key (and its tenant's limits) is trusted before PostgreSQL is asked again; 0 = no cache",

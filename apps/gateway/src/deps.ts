@@ -51,6 +51,12 @@ export interface GatewayDeps {
    * changed through this process apply at once, through another process within this bound.
    */
   authCacheMs?: number;
+  /**
+   * Group commit of POST …/messages (lib/append-batch.ts): append statements in flight at once and
+   * messages per statement (LOOPLINE_APPEND_CONCURRENCY, LOOPLINE_APPEND_BATCH_MAX; default 4 and
+   * 64; a batch of 1 writes every message on its own).
+   */
+  appendBatch?: { concurrency?: number; maxBatch?: number };
   /** POST /v1/batches: most conversations per batch (default 10,000), body limit (default 32 MiB). */
   batches?: { maxConversations?: number; bodyLimit?: number };
   /**

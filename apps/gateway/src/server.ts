@@ -72,6 +72,7 @@ export async function main(): Promise<void> {
     },
     batches: { maxConversations: env.LOOPLINE_BATCH_MAX_CONVERSATIONS },
     authCacheMs: env.LOOPLINE_AUTH_CACHE_MS,
+    appendBatch: { concurrency: env.LOOPLINE_APPEND_CONCURRENCY, maxBatch: env.LOOPLINE_APPEND_BATCH_MAX },
     authThrottle: {
       failuresPerMinute: env.LOOPLINE_AUTH_FAILURES_PER_MINUTE,
       negativeCacheMs: env.LOOPLINE_AUTH_NEGATIVE_CACHE_MS,

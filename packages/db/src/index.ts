@@ -35,6 +35,7 @@ export {
   listApiKeys,
   revokeApiKey,
 } from './repo/api-keys.ts';
+export { appendUserMessagesAndQueue } from './repo/append-batch.ts';
 export {
   type AttachmentRecord,
   loadAttachmentsWithin,

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { type Part, partTokens, type SessionEvent, type SessionStatus, type Tokenizer } from '@loopline/core';
 import {
+  type AppendAndQueueInput,
   type AppendAndQueueResult,
   appendUserMessageAndQueue,
   type Db,
@@ -92,16 +93,21 @@ export async function appendAndWake(
   const early = input.session && input.refuse?.(input.session.status);
   if (early) throw early;
 
-  const write = async (db: Db): Promise<AppendAndQueueResult> => {
-    const committed = await appendUserMessageAndQueue(db, {
-      tenantId,
-      sessionId,
-      parts: input.parts,
-      ...(input.system !== undefined ? { system: input.system } : {}),
-      ...(input.synthetic ? { synthetic: true } : {}),
-      wakeFrom: ['idle', 'error'],
-      midRunIn: RUNNING_STATUSES,
-    });
+  const toAppend: AppendAndQueueInput = {
+    tenantId,
+    sessionId,
+    parts: input.parts,
+    ...(input.system !== undefined ? { system: input.system } : {}),
+    ...(input.synthetic ? { synthetic: true } : {}),
+    wakeFrom: ['idle', 'error'],
+    midRunIn: RUNNING_STATUSES,
+  };
+  // In a transaction of its own (`trx`) the statement runs there; alone it may be group-committed
+  // with other sessions' messages (lib/append-batch.ts).
+  const write = async (trx?: Db): Promise<AppendAndQueueResult> => {
+    const committed = trx
+      ? await appendUserMessageAndQueue(trx, toAppend)
+      : await deps.appends.append(toAppend);
     if (!committed) throw notFound('session', sessionId);
     const refusal = input.refuse?.(committed.session.status);
     if (refusal) throw refusal;
@@ -112,7 +118,7 @@ export async function appendAndWake(
   try {
     // Alone, the statement is its own transaction; with a refusal or an idempotency row, one more.
     committed = !(input.idempotency || input.refuse)
-      ? await write(deps.db)
+      ? await write()
       : await deps.db.transaction().execute(async (trx) => {
           const written = await write(trx);
           if (input.idempotency) {

@@ -2,6 +2,7 @@ import type { Tokenizer } from '@loopline/core';
 import { createTokenizer } from '@loopline/llm';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
+import { AppendBatcher, DEFAULT_APPEND_BATCH } from '../lib/append-batch.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 
 // The `deps` decorator, and with it `AppDeps` and the Fastify type augmentation (Fastify's
@@ -9,7 +10,7 @@ import type { GatewayMetrics } from '../metrics.ts';
 // here, not from app.ts, which imports every route.
 
 /** deps with the tokenizer resolved (o200k_base tiktoken unless one was injected) and the metrics. */
-export type AppDeps = GatewayDeps & { tokenizer: Tokenizer; metrics: GatewayMetrics };
+export type AppDeps = GatewayDeps & { tokenizer: Tokenizer; metrics: GatewayMetrics; appends: AppendBatcher };
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -19,5 +20,11 @@ declare module 'fastify' {
 
 /** Decorates the root instance with `deps`, read by every route as `app.deps`. */
 export function decorateDeps(app: FastifyInstance, deps: GatewayDeps, metrics: GatewayMetrics): void {
-  app.decorate('deps', { ...deps, tokenizer: deps.tokenizer ?? createTokenizer('o200k_base'), metrics });
+  const appends = new AppendBatcher(deps.db, { ...DEFAULT_APPEND_BATCH, ...deps.appendBatch });
+  app.decorate('deps', {
+    ...deps,
+    tokenizer: deps.tokenizer ?? createTokenizer('o200k_base'),
+    metrics,
+    appends,
+  });
 }

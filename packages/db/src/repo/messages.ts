@@ -304,7 +304,7 @@ export interface AppendAndQueueResult {
 }
 
 // Only what the caller answers and wakes with: each column returned is parsed per request.
-type AppendedRow = Pick<SessionRow, 'agent_name' | 'status' | 'kind' | 'last_seq'> & {
+export type AppendedRow = Pick<SessionRow, 'agent_name' | 'status' | 'kind' | 'last_seq'> & {
   prev_status: SessionStatus;
 };
 
@@ -356,15 +356,17 @@ function appendStatement(wakeFrom: readonly SessionStatus[], midRunIn: readonly 
   return text;
 }
 
-/**
- * A user message with a fresh id, its parts and the session's wake-up (wakeFrom → queued) in ONE
- * statement. `prev` locks the row FOR UPDATE, so prev.status is the status replaced even after a
- * wait, and seq order is commit order (as allocateSeq). Undefined when not this tenant's session.
- */
-export async function appendUserMessageAndQueue(
-  db: Db,
-  input: AppendAndQueueInput,
-): Promise<AppendAndQueueResult | undefined> {
+/** An append made ready for its statement: the message id, its info so far and its parts. */
+export interface PreparedAppend {
+  input: AppendAndQueueInput;
+  id: string;
+  /** The info without what the statement decides (agent, midRun); seq lives in its column. */
+  base: { role: 'user'; time: { created: number }; system?: string; synthetic?: true };
+  parts: Part[];
+}
+
+/** Checks the parts of a user message and gives the message and its parts their ids. */
+export function prepareAppend(input: AppendAndQueueInput): PreparedAppend {
   if (input.parts.length === 0) throw new TypeError('a user message needs at least one part');
   for (const part of input.parts) {
     if (!USER_PART_TYPES.has(part.type))
@@ -372,30 +374,29 @@ export async function appendUserMessageAndQueue(
   }
   const id = newId('msg');
   const created = input.now ?? Date.now();
-  // The info without what the statement decides (agent, midRun); seq lives in its column.
   const base = {
     role: 'user' as const,
     time: { created },
     ...(input.system !== undefined ? { system: input.system } : {}),
-    ...(input.synthetic ? { synthetic: true } : {}),
+    ...(input.synthetic ? { synthetic: true as const } : {}),
   };
   const parts = input.parts.map(
     ({ id: partId, ...rest }) =>
       ({ ...rest, id: partId ?? newId('prt'), sessionId: input.sessionId, messageId: id }) as Part,
   );
-  const parameters: unknown[] = [input.sessionId, input.tenantId, id, toJson(base)];
-  for (const p of parts) parameters.push(p.id, p.type, toJson(partData(p)), p.tokens);
-  const text = appendStatement(input.wakeFrom, input.midRunIn, parts.length);
-  const { rows } = await db.executeQuery<AppendedRow>(CompiledQuery.raw(text, parameters));
-  const row = rows[0];
-  if (!row) return undefined;
+  return { input, id, base, parts };
+}
+
+/** What an append statement returned for one message: the session as left, and the message. */
+export function appendResult(prepared: PreparedAppend, row: AppendedRow): AppendAndQueueResult {
+  const { input, id, base, parts } = prepared;
   const session: AppendedSession = {
     id: input.sessionId,
     tenantId: input.tenantId,
     agentName: row.agent_name,
     status: row.status,
     kind: row.kind,
-    lastSeq: row.last_seq,
+    lastSeq: Number(row.last_seq),
   };
   const info: UserMessage = {
     id,
@@ -406,6 +407,25 @@ export async function appendUserMessageAndQueue(
     ...(input.midRunIn.includes(session.status) ? { midRun: true } : {}),
   };
   return { message: { info, parts }, session, statusChanged: input.wakeFrom.includes(row.prev_status) };
+}
+
+/**
+ * A user message with a fresh id, its parts and the session's wake-up (wakeFrom → queued) in ONE
+ * statement. `prev` locks the row FOR UPDATE, so prev.status is the status replaced even after a
+ * wait, and seq order is commit order (as allocateSeq). Undefined when not this tenant's session.
+ */
+export async function appendUserMessageAndQueue(
+  db: Db,
+  input: AppendAndQueueInput,
+): Promise<AppendAndQueueResult | undefined> {
+  const prepared = prepareAppend(input);
+  const { id, base, parts } = prepared;
+  const parameters: unknown[] = [input.sessionId, input.tenantId, id, toJson(base)];
+  for (const p of parts) parameters.push(p.id, p.type, toJson(partData(p)), p.tokens);
+  const text = appendStatement(input.wakeFrom, input.midRunIn, parts.length);
+  const { rows } = await db.executeQuery<AppendedRow>(CompiledQuery.raw(text, parameters));
+  const row = rows[0];
+  return row ? appendResult(prepared, row) : undefined;
 }
 
 /** The newest message of the session's live log (not reverted), optionally of one role. */

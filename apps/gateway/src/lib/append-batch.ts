@@ -1,0 +1,118 @@
+import {
+  type AppendAndQueueInput,
+  type AppendAndQueueResult,
+  appendUserMessageAndQueue,
+  appendUserMessagesAndQueue,
+  type Db,
+  isConnectionError,
+} from '@loopline/db';
+
+// Group commit of user messages (docs/decisions.md D39). A plain POST …/messages is one statement
+// and one commit; under load those statements (a socket write each, a WAL flush each) are most of
+// what the gateway and PostgreSQL spend per request. So at most `concurrency` append statements
+// run at once; a message that arrives while they are all busy waits for the next one to finish,
+// and everything that waited then goes in ONE statement (db appendUserMessagesAndQueue). There is
+// no timer: alone, a message is written at once, exactly as before; batches form only when
+// messages would otherwise queue for a connection.
+//
+// Order: first come, first written. A batch holds one message per session; a session's later
+// messages wait for a later batch, behind its earlier ones. A failed batch wrote nothing (one
+// statement, one transaction): when PostgreSQL refused it, each message is written again on its
+// own, so one bad message fails alone; when the connection failed, nobody can tell whether it
+// committed, and every message of it gets that error, as a single statement's request would.
+
+export interface AppendBatchOptions {
+  /** Append statements in flight at once (LOOPLINE_APPEND_CONCURRENCY). */
+  concurrency: number;
+  /** Messages per statement at most (LOOPLINE_APPEND_BATCH_MAX); 1 turns batching off. */
+  maxBatch: number;
+}
+
+export const DEFAULT_APPEND_BATCH: AppendBatchOptions = { concurrency: 4, maxBatch: 64 };
+
+interface Waiting {
+  input: AppendAndQueueInput;
+  resolve(result: AppendAndQueueResult | undefined): void;
+  reject(err: unknown): void;
+}
+
+/** Writes user messages alone when a statement slot is free, in batches when they would queue. */
+export class AppendBatcher {
+  private running = 0;
+  private waiting: Waiting[] = [];
+  private readonly db: Db;
+  private readonly opts: AppendBatchOptions;
+  /** Statements run and messages written by them (for tests and metrics). */
+  readonly stats = { statements: 0, messages: 0, largest: 0 };
+
+  constructor(db: Db, opts: AppendBatchOptions = DEFAULT_APPEND_BATCH) {
+    this.db = db;
+    this.opts = { concurrency: Math.max(1, opts.concurrency), maxBatch: Math.max(1, opts.maxBatch) };
+  }
+
+  /** appendUserMessageAndQueue, possibly in one statement with other sessions' messages. */
+  append(input: AppendAndQueueInput): Promise<AppendAndQueueResult | undefined> {
+    if (this.opts.maxBatch === 1) return appendUserMessageAndQueue(this.db, input);
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ input, resolve, reject });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.running < this.opts.concurrency && this.waiting.length > 0) {
+      const batch = this.take();
+      this.running++;
+      void this.write(batch).finally(() => {
+        this.running--;
+        this.pump();
+      });
+    }
+  }
+
+  /** The next batch: first come first, one message per session, the same wake rules. */
+  private take(): Waiting[] {
+    const batch: Waiting[] = [];
+    const rest: Waiting[] = [];
+    const sessions = new Set<string>();
+    const shape = (w: Waiting) => `${w.input.wakeFrom.join(',')}|${w.input.midRunIn.join(',')}`;
+    const first = shape(this.waiting[0]!);
+    for (const w of this.waiting) {
+      const taken =
+        batch.length < this.opts.maxBatch && !sessions.has(w.input.sessionId) && shape(w) === first;
+      // A session seen before (taken or held back) keeps its later messages behind.
+      sessions.add(w.input.sessionId);
+      (taken ? batch : rest).push(w);
+    }
+    this.waiting = rest;
+    return batch;
+  }
+
+  private async write(batch: Waiting[]): Promise<void> {
+    this.stats.statements++;
+    this.stats.messages += batch.length;
+    this.stats.largest = Math.max(this.stats.largest, batch.length);
+    try {
+      const results = await appendUserMessagesAndQueue(
+        this.db,
+        batch.map((w) => w.input),
+      );
+      for (const [i, w] of batch.entries()) w.resolve(results[i]);
+    } catch (err) {
+      if (batch.length === 1 || isConnectionError(err) || !isStatementError(err)) {
+        for (const w of batch) w.reject(err);
+        return;
+      }
+      // PostgreSQL refused the statement, so none of it was written: each message on its own.
+      await Promise.all(
+        batch.map((w) => appendUserMessageAndQueue(this.db, w.input).then(w.resolve, w.reject)),
+      );
+    }
+  }
+}
+
+/** An error PostgreSQL answered with (a SQLSTATE): the statement failed and was rolled back. */
+function isStatementError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code);
+}

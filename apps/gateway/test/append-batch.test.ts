@@ -1,0 +1,96 @@
+import type { SessionStatus } from '@loopline/core';
+import { type AppendAndQueueInput, getMessage, loadHistory } from '@loopline/db';
+import { describe, expect } from 'vitest';
+import { pgTest as test } from '../../../packages/testkit/src/fixtures.ts';
+import { makeAgent, makeSession, makeTenant } from '../../../packages/testkit/src/index.ts';
+import { AppendBatcher } from '../src/lib/append-batch.ts';
+
+// The gateway's group commit on real PostgreSQL: messages that would queue for a statement slot
+// go in one statement together, first come first written, one per session per batch; a message
+// PostgreSQL refuses fails alone.
+
+const RULES = { wakeFrom: ['idle', 'error'] as SessionStatus[], midRunIn: ['running'] as SessionStatus[] };
+
+function text(tenantId: string, sessionId: string, body: string, partId?: string): AppendAndQueueInput {
+  return {
+    tenantId,
+    sessionId,
+    parts: [{ type: 'text', text: body, tokens: 1, ...(partId ? { id: partId } : {}) }],
+    ...RULES,
+  };
+}
+
+async function sessions(db: Parameters<typeof makeAgent>[0], n: number) {
+  const { tenant } = await makeTenant(db);
+  const agent = await makeAgent(db, tenant.id);
+  const list = [];
+  for (let i = 0; i < n; i++) list.push(await makeSession(db, tenant.id, { agent }));
+  return { tenantId: tenant.id, ids: list.map((s) => s.id) };
+}
+
+/** The text of each message of the session's log, in seq order. */
+async function texts(db: Parameters<typeof loadHistory>[0], tenantId: string, sessionId: string) {
+  const history = await loadHistory(db, tenantId, sessionId);
+  return history.map((m) => (m.parts[0]?.type === 'text' ? m.parts[0].text : ''));
+}
+
+describe('AppendBatcher', () => {
+  test('messages that queue are written together, in the order they came, one per session per batch', async ({
+    pg,
+  }) => {
+    const { tenantId, ids } = await sessions(pg.db, 10);
+    const batcher = new AppendBatcher(pg.db, { concurrency: 1, maxBatch: 64 });
+    // Three messages per session, all sent at once: only one statement may run at a time.
+    const sent = [0, 1, 2].flatMap((k) => ids.map((id) => batcher.append(text(tenantId, id, `${id}-${k}`))));
+    const results = await Promise.all(sent);
+    expect(results.every((r) => r !== undefined)).toBe(true);
+    expect(batcher.stats.messages).toBe(30);
+    // The first went alone; the other 29 waited and went in batches of at most one per session.
+    expect(batcher.stats.statements).toBeLessThan(30);
+    expect(batcher.stats.largest).toBeLessThanOrEqual(10);
+    for (const id of ids) expect(await texts(pg.db, tenantId, id)).toEqual([`${id}-0`, `${id}-1`, `${id}-2`]);
+  });
+
+  test('a message PostgreSQL refuses fails alone; the rest of its batch is written', async ({ pg }) => {
+    const { tenantId, ids } = await sessions(pg.db, 4);
+    const batcher = new AppendBatcher(pg.db, { concurrency: 1, maxBatch: 64 });
+    const first = await batcher.append(text(tenantId, ids[0]!, 'first', 'prt_taken'));
+    expect(first).toBeDefined();
+    // The slot is busy with a, so b, c and d wait and go in one statement, which the taken part
+    // id of c makes fail: each is then written on its own.
+    const a = batcher.append(text(tenantId, ids[0]!, 'a'));
+    const b = batcher.append(text(tenantId, ids[1]!, 'b'));
+    const c = batcher.append(text(tenantId, ids[2]!, 'c', 'prt_taken'));
+    const d = batcher.append(text(tenantId, ids[3]!, 'd'));
+    await expect(c).rejects.toMatchObject({ code: '23505' });
+    const [ra, rb, rd] = await Promise.all([a, b, d]);
+    expect([ra, rb, rd].map((r) => r?.session.lastSeq)).toEqual([2, 1, 1]);
+    expect(await texts(pg.db, tenantId, ids[1]!)).toEqual(['b']);
+    expect(await texts(pg.db, tenantId, ids[2]!)).toEqual([]);
+    expect(await texts(pg.db, tenantId, ids[3]!)).toEqual(['d']);
+    expect(await getMessage(pg.db, tenantId, ids[0]!, first!.message.info.id)).toBeDefined();
+  });
+
+  test("a batch refuses another tenant's session for that message only", async ({ pg }) => {
+    const mine = await sessions(pg.db, 2);
+    const theirs = await sessions(pg.db, 1);
+    const batcher = new AppendBatcher(pg.db, { concurrency: 1, maxBatch: 64 });
+    const [x, y, z] = await Promise.all([
+      batcher.append(text(mine.tenantId, mine.ids[0]!, 'x')),
+      batcher.append(text(mine.tenantId, theirs.ids[0]!, 'y')),
+      batcher.append(text(mine.tenantId, mine.ids[1]!, 'z')),
+    ]);
+    expect(x?.session.lastSeq).toBe(1);
+    expect(y).toBeUndefined();
+    expect(z?.session.lastSeq).toBe(1);
+    expect(await texts(pg.db, theirs.tenantId, theirs.ids[0]!)).toEqual([]);
+  });
+
+  test('a batch of one writes every message on its own', async ({ pg }) => {
+    const { tenantId, ids } = await sessions(pg.db, 3);
+    const batcher = new AppendBatcher(pg.db, { concurrency: 1, maxBatch: 1 });
+    await Promise.all(ids.map((id) => batcher.append(text(tenantId, id, 'alone'))));
+    expect(batcher.stats.statements).toBe(0);
+    for (const id of ids) expect(await texts(pg.db, tenantId, id)).toEqual(['alone']);
+  });
+});
