@@ -17,7 +17,8 @@ import { cpuMsOf } from '../lib/worker-proc.ts';
 // autocannon runs in this process. Ceiling: the bare durable POST (lib/durable-post-server.ts: a
 // Fastify route doing the same one-statement insert and the same BullMQ job add, nothing else);
 // the old ceiling, a bare Fastify route doing one Redis XADD (lib/xadd-server.ts), is kept as an
-// extra row. Same requests, same client, interleaved in every run.
+// extra row, and so is the gateway with its group commit off (every message in a statement of
+// its own, as the ceiling). Same requests, same client, interleaved in every run.
 // BENCH_GATEWAY_PROF=<dir> runs the gateway under --cpu-prof (profile written there at its exit).
 
 const args = figureArgs({ runs: 3, quickRuns: 1 });
@@ -41,28 +42,52 @@ const sessions = await benchSessions(database.db, tenant, SESSIONS);
 const body = JSON.stringify({ text: 'What is the weather in Paris today, and should I take an umbrella?' });
 const headers = { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json' };
 
-const port = await freePort();
-const gateway = spawnNode(
-  'apps/gateway/src/server.ts',
-  {
-    DATABASE_URL: database.url,
-    REDIS_URL,
-    LOOPLINE_NAMESPACE: ns,
-    LOOPLINE_OPERATOR_TOKEN: randomUUID(),
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'warn',
-    // The per-key limiter stays on but never refuses; at this limit it takes its counts from Redis
-    // in blocks of 10,000 (apps/gateway/src/lib/rate-lease.ts).
-    LOOPLINE_RATE_LIMIT_PER_MINUTE: String(10_000_000),
-  },
-  {
-    log: 'gateway',
-    nodeArgs: process.env.BENCH_GATEWAY_PROF
-      ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_GATEWAY_PROF}`]
-      : [],
-  },
-);
+/** The real gateway process; `env` on top of the bench's settings. */
+async function startGateway(label: string, env: NodeJS.ProcessEnv = {}) {
+  const port = await freePort();
+  const child = spawnNode(
+    'apps/gateway/src/server.ts',
+    {
+      DATABASE_URL: database.url,
+      REDIS_URL,
+      LOOPLINE_NAMESPACE: ns,
+      LOOPLINE_OPERATOR_TOKEN: randomUUID(),
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      // The per-key limiter stays on but never refuses; at this limit it takes its counts from Redis
+      // in blocks of 10,000 (apps/gateway/src/lib/rate-lease.ts).
+      LOOPLINE_RATE_LIMIT_PER_MINUTE: String(10_000_000),
+      ...env,
+    },
+    {
+      log: label,
+      nodeArgs:
+        process.env.BENCH_GATEWAY_PROF && label === 'gateway'
+          ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_GATEWAY_PROF}`]
+          : [],
+    },
+  );
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    const ok = await fetch(`${url}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) break;
+    if (i > 300 || child.exitCode !== null)
+      throw new Error(`the gateway did not start (see bench/out/logs/${label}.log)`);
+    await sleep(100);
+  }
+  return { child, url };
+}
+
+// As configured by default (group commit, docs/decisions.md D39), and with every message in a
+// statement of its own (LOOPLINE_APPEND_BATCH_MAX=1), as the ceiling writes them.
+const { child: gateway, url: gatewayUrl } = await startGateway('gateway');
+const { child: single, url: singleUrl } = await startGateway('gateway-single', {
+  LOOPLINE_APPEND_BATCH_MAX: '1',
+});
 const xadd = forkChild('lib/xadd-server.ts', [], { BENCH_NS: `${ns}-x` });
 const { port: xaddPort } = (await xadd.ready) as { port: number };
 const durable = forkChild('lib/durable-post-server.ts', [], {
@@ -71,17 +96,6 @@ const durable = forkChild('lib/durable-post-server.ts', [], {
   BENCH_TENANT: tenant.tenantId,
 });
 const { port: durablePort } = (await durable.ready) as { port: number };
-const gatewayUrl = `http://127.0.0.1:${port}`;
-for (let i = 0; ; i++) {
-  const ok = await fetch(`${gatewayUrl}/healthz`).then(
-    (r) => r.ok,
-    () => false,
-  );
-  if (ok) break;
-  if (i > 300 || gateway.exitCode !== null)
-    throw new Error('the gateway did not start (see bench/out/logs/gateway.log)');
-  await sleep(100);
-}
 
 interface Run extends Result {
   /** CPU (user + system) of the server process per 2xx answer, in ms. */
@@ -115,9 +129,11 @@ const perSecond = (r: Result) => r['2xx'] / r.duration;
 log(`gateway: ${args.runs} runs of ${DURATION_S} s, ${CONNECTIONS} connections (2 s warm-up each)`);
 const durableUrl = `http://127.0.0.1:${durablePort}`;
 await cannon(gatewayUrl, 2);
+await cannon(singleUrl, 2);
 await cannon(durableUrl, 2);
 await cannon(`http://127.0.0.1:${xaddPort}`, 2);
 const loop: Run[] = [];
+const singles: Run[] = [];
 const durables: Run[] = [];
 const ceiling: Run[] = [];
 const loadAverages: string[] = [];
@@ -128,17 +144,20 @@ for (let r = 0; r < args.runs; r++) {
       .join(' / '),
   );
   loop.push(await cannon(gatewayUrl, DURATION_S, gateway.pid));
+  singles.push(await cannon(singleUrl, DURATION_S, single.pid));
   durables.push(await cannon(durableUrl, DURATION_S, durable.child.pid));
   ceiling.push(await cannon(`http://127.0.0.1:${xaddPort}`, DURATION_S, xadd.child.pid));
   log(
     `  run ${r + 1}: gateway ${fmt(perSecond(loop[r]!))} req/s (p50 ${loop[r]!.latency.p50} ms, non-2xx ` +
       `${loop[r]!.non2xx}, errors ${loop[r]!.errors}, CPU ${loop[r]!.cpuPerRequest.toFixed(3)} ms/req); ` +
+      `each message alone ${fmt(perSecond(singles[r]!))} req/s (CPU ${singles[r]!.cpuPerRequest.toFixed(3)} ms/req); ` +
       `bare durable POST ${fmt(perSecond(durables[r]!))} req/s (non-2xx ${durables[r]!.non2xx}, CPU ` +
       `${durables[r]!.cpuPerRequest.toFixed(3)} ms/req); XADD route ${fmt(perSecond(ceiling[r]!))} req/s ` +
       `(load ${loadAverages[r]})`,
   );
 }
 await stopProcess(gateway);
+await stopProcess(single);
 await xadd.stop();
 await durable.stop();
 await database.drop();
@@ -147,6 +166,7 @@ await purgeNamespace(ns);
 const l = loop.map(perSecond);
 const c = ceiling.map(perSecond);
 const d = durables.map(perSecond);
+const g1 = singles.map(perSecond);
 const lc = loop.map((x) => x.cpuPerRequest);
 const dc = durables.map((x) => x.cpuPerRequest);
 emit({
@@ -162,6 +182,17 @@ emit({
       ratio: ratioOf(l, d),
       target: '≥ 90 % of ceiling',
       met: ratioOf(l, d).median >= 0.9,
+    },
+    {
+      figure: 'gateway POST …/messages, 50 connections, each message in its own statement',
+      note: 'LOOPLINE_APPEND_BATCH_MAX=1: group commit off, one statement per message as the ceiling',
+      unit: 'req/s',
+      loopline: summarize(g1),
+      ceilingLabel: 'bare durable POST (same insert + job add)',
+      ceiling: summarize(d),
+      ratio: ratioOf(g1, d),
+      target: '—',
+      met: null,
     },
     {
       figure: 'gateway POST …/messages, 50 connections (old ceiling)',
@@ -188,7 +219,9 @@ emit({
   details: [
     `autocannon, ${CONNECTIONS} connections, ${DURATION_S} s per run after a 2 s warm-up, round-robin over ` +
       `${SESSIONS} sessions, body ${body.length} bytes; only 2xx answers are counted. Each POST authenticates ` +
-      'the API key, appends the message in one statement (status, seq, message, part), ' +
+      'the API key, appends the message in one statement (status, seq, message, part; messages that arrive ' +
+      'while the LOOPLINE_APPEND_CONCURRENCY=4 append statements are busy go in one statement together, ' +
+      'docs/decisions.md D39), ' +
       'publishes the events and adds the wake job (one Redis write); workers are off, so the wake jobs only ' +
       'queue. The per-key rate limiter is on with a limit never reached (LOOPLINE_RATE_LIMIT_PER_MINUTE=10^7, ' +
       'its maximum: counts taken from Redis in blocks of 10,000), LOG_LEVEL=warn.',
@@ -198,16 +231,19 @@ emit({
       'takes the seq, moves idle|error → queued and inserts the message and its text part, then the wake ' +
       'job added with BullMQ (same queue options), pool of 20 as the gateway. No auth, rate limit, ' +
       'validation, token count or event publish. The old ceiling (a Fastify route doing one XADD, no ' +
-      'PostgreSQL) is kept as an extra row. Each run measures the three in this order. CPU per request: ' +
+      'PostgreSQL) is kept as an extra row, and so is a second gateway process with group commit off ' +
+      '(LOOPLINE_APPEND_BATCH_MAX=1: every message in a statement of its own, as the ceiling writes it). ' +
+      'Each run measures the four in this order. CPU per request: ' +
       "the server process' CPU (user + system, /proc/<pid>/stat) over the run divided by its 2xx answers " +
       '(PostgreSQL, Redis and autocannon are other processes).',
     '',
-    '| run | load average | gateway req/s | p50 / p99 latency | non-2xx / errors | CPU/req | bare durable POST req/s | p50 / p99 latency | CPU/req | XADD route req/s | p50 / p99 latency |',
-    '| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| run | load average | gateway req/s | p50 / p99 latency | non-2xx / errors | CPU/req | each message alone req/s | CPU/req | bare durable POST req/s | p50 / p99 latency | CPU/req | XADD route req/s | p50 / p99 latency |',
+    '| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...loop.map(
       (g, i) =>
         `| ${i + 1} | ${loadAverages[i]} | ${fmt(perSecond(g))} | ${g.latency.p50} / ${g.latency.p99} ms | ${g.non2xx} / ${g.errors} | ` +
         `${g.cpuPerRequest.toFixed(3)} ms | ` +
+        `${fmt(perSecond(singles[i]!))} | ${singles[i]!.cpuPerRequest.toFixed(3)} ms | ` +
         `${fmt(perSecond(durables[i]!))} | ${durables[i]!.latency.p50} / ${durables[i]!.latency.p99} ms | ` +
         `${durables[i]!.cpuPerRequest.toFixed(3)} ms | ` +
         `${fmt(perSecond(ceiling[i]!))} | ${ceiling[i]!.latency.p50} / ${ceiling[i]!.latency.p99} ms |`,

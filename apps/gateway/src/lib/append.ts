@@ -26,9 +26,10 @@ import { RUNNING_STATUSES } from './model-view.ts';
 //    is a no-op while it exists and repairs a wake lost between commit and enqueue; a session with
 //    work due whose wake job has finished gets one more wake per fence: see wake()), 409 when not.
 // 2. The write is one statement (db appendUserMessageAndQueue): the session read and locked, its
-//    status idle|error → queued, the seq, the message and its parts. With an idempotency row to
-//    save or a refusal to check, it runs in a transaction with them: a refusal (read from the
-//    statement's own status) or a lost idempotency race rolls all of it back.
+//    status idle|error → queued, the seq, the message and its parts; under load, one statement for
+//    the messages of several sessions (group commit, lib/append-batch.ts). With an idempotency row
+//    to save or a refusal to check, it runs alone in a transaction with them: a refusal (read from
+//    the statement's own status) or a lost idempotency race rolls all of it back.
 // 3. After commit: the events and the wake job, sent together (events first). Events are a live
 //    view; a failed publish is logged, not returned as an error (PostgreSQL holds the truth).
 
