@@ -191,7 +191,7 @@ emit({
       ceilingLabel: 'bare durable POST (same insert + job add)',
       ceiling: summarize(d),
       ratio: ratioOf(g1, d),
-      target: '—',
+      target: '— (%)',
       met: null,
     },
     {

@@ -3,7 +3,7 @@ import { type AppendAndQueueInput, getMessage, loadHistory } from '@loopline/db'
 import { describe, expect } from 'vitest';
 import { pgTest as test } from '../../../packages/testkit/src/fixtures.ts';
 import { makeAgent, makeSession, makeTenant } from '../../../packages/testkit/src/index.ts';
-import { AppendBatcher } from '../src/lib/append-batch.ts';
+import { APPEND_BATCH_MAX_CHARS, AppendBatcher } from '../src/lib/append-batch.ts';
 
 // The gateway's group commit on real PostgreSQL: messages that would queue for a statement slot
 // go in one statement together, first come first written, one per session per batch; a message
@@ -71,6 +71,17 @@ describe('AppendBatcher', () => {
     expect(await getMessage(pg.db, tenantId, ids[0]!, first!.message.info.id)).toBeDefined();
   });
 
+  test('a message no statement may write (no parts) fails alone, before any batch', async ({ pg }) => {
+    const { tenantId, ids } = await sessions(pg.db, 2);
+    const batcher = new AppendBatcher(pg.db, { concurrency: 1, maxBatch: 64 });
+    const busy = batcher.append(text(tenantId, ids[0]!, 'busy'));
+    const empty = batcher.append({ ...text(tenantId, ids[1]!, ''), parts: [] });
+    const fine = batcher.append(text(tenantId, ids[1]!, 'fine'));
+    await expect(empty).rejects.toThrow(/at least one part/);
+    expect((await fine)?.session.lastSeq).toBe(1);
+    expect((await busy)?.session.lastSeq).toBe(1);
+  });
+
   test("a batch refuses another tenant's session for that message only", async ({ pg }) => {
     const mine = await sessions(pg.db, 2);
     const theirs = await sessions(pg.db, 1);
@@ -84,6 +95,22 @@ describe('AppendBatcher', () => {
     expect(y).toBeUndefined();
     expect(z?.session.lastSeq).toBe(1);
     expect(await texts(pg.db, theirs.tenantId, theirs.ids[0]!)).toEqual([]);
+  });
+
+  test('a statement carries a bounded amount of text: large messages go in batches of their own', async ({
+    pg,
+  }) => {
+    const { tenantId, ids } = await sessions(pg.db, 5);
+    const batcher = new AppendBatcher(pg.db, { concurrency: 1, maxBatch: 64 });
+    const large = 'x'.repeat(Math.ceil(APPEND_BATCH_MAX_CHARS * 0.6));
+    const sent = [
+      batcher.append(text(tenantId, ids[0]!, 'small, alone: the slot was free')),
+      ...ids.slice(1).map((id) => batcher.append(text(tenantId, id, large))),
+    ];
+    expect((await Promise.all(sent)).every((r) => r !== undefined)).toBe(true);
+    // Two of 0.6 × the cap do not fit one statement: every large message went alone.
+    expect(batcher.stats).toMatchObject({ statements: 5, messages: 5, largest: 1 });
+    expect(await texts(pg.db, tenantId, ids[4]!)).toEqual([large]);
   });
 
   test('a batch of one writes every message on its own', async ({ pg }) => {

@@ -107,6 +107,7 @@ export {
   appendUserMessage,
   appendUserMessageAndQueue,
   type CreateAssistantMessageInput,
+  checkUserMessage,
   createAssistantMessage,
   getMessage,
   markReverted,

@@ -3,6 +3,7 @@ import {
   type AppendAndQueueResult,
   appendUserMessageAndQueue,
   appendUserMessagesAndQueue,
+  checkUserMessage,
   type Db,
   isConnectionError,
 } from '@loopline/db';
@@ -30,6 +31,23 @@ export interface AppendBatchOptions {
 
 export const DEFAULT_APPEND_BATCH: AppendBatchOptions = { concurrency: 4, maxBatch: 64 };
 
+/**
+ * Characters of text one statement carries at most (a request body may hold 2 MiB): a batch of
+ * large messages stays a statement of bounded size, and a message above it goes alone.
+ */
+export const APPEND_BATCH_MAX_CHARS = 1024 * 1024;
+
+/** About how many characters a message adds to a batch statement (its texts, a little per part). */
+export function batchCharsOf(input: AppendAndQueueInput): number {
+  let chars = 256 + (input.system?.length ?? 0);
+  for (const part of input.parts) {
+    chars += 256;
+    if (part.type === 'text') chars += part.text.length;
+    else if (part.type === 'file') chars += part.url.length;
+  }
+  return chars;
+}
+
 interface Waiting {
   input: AppendAndQueueInput;
   resolve(result: AppendAndQueueResult | undefined): void;
@@ -53,6 +71,12 @@ export class AppendBatcher {
   /** appendUserMessageAndQueue, possibly in one statement with other sessions' messages. */
   append(input: AppendAndQueueInput): Promise<AppendAndQueueResult | undefined> {
     if (this.opts.maxBatch === 1) return appendUserMessageAndQueue(this.db, input);
+    // A message no statement may write fails here, alone, before it can join a batch.
+    try {
+      checkUserMessage(input);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     return new Promise((resolve, reject) => {
       this.waiting.push({ input, resolve, reject });
       this.pump();
@@ -70,16 +94,25 @@ export class AppendBatcher {
     }
   }
 
-  /** The next batch: first come first, one message per session, the same wake rules. */
+  /**
+   * The next batch: first come first, one message per session, the same wake rules, at most
+   * maxBatch messages and APPEND_BATCH_MAX_CHARS of text (the first message always goes).
+   */
   private take(): Waiting[] {
     const batch: Waiting[] = [];
     const rest: Waiting[] = [];
     const sessions = new Set<string>();
     const shape = (w: Waiting) => `${w.input.wakeFrom.join(',')}|${w.input.midRunIn.join(',')}`;
     const first = shape(this.waiting[0]!);
+    let chars = 0;
     for (const w of this.waiting) {
+      const size = batchCharsOf(w.input);
       const taken =
-        batch.length < this.opts.maxBatch && !sessions.has(w.input.sessionId) && shape(w) === first;
+        batch.length < this.opts.maxBatch &&
+        (batch.length === 0 || chars + size <= APPEND_BATCH_MAX_CHARS) &&
+        !sessions.has(w.input.sessionId) &&
+        shape(w) === first;
+      if (taken) chars += size;
       // A session seen before (taken or held back) keeps its later messages behind.
       sessions.add(w.input.sessionId);
       (taken ? batch : rest).push(w);

@@ -365,13 +365,18 @@ export interface PreparedAppend {
   parts: Part[];
 }
 
-/** Checks the parts of a user message and gives the message and its parts their ids. */
-export function prepareAppend(input: AppendAndQueueInput): PreparedAppend {
+/** Throws a TypeError for a user message no append statement may write (no parts, a wrong type). */
+export function checkUserMessage(input: Pick<AppendAndQueueInput, 'parts'>): void {
   if (input.parts.length === 0) throw new TypeError('a user message needs at least one part');
   for (const part of input.parts) {
     if (!USER_PART_TYPES.has(part.type))
       throw new TypeError(`a user message cannot hold a ${part.type} part`);
   }
+}
+
+/** Checks the parts of a user message and gives the message and its parts their ids. */
+export function prepareAppend(input: AppendAndQueueInput): PreparedAppend {
+  checkUserMessage(input);
   const id = newId('msg');
   const created = input.now ?? Date.now();
   const base = {
