@@ -13,6 +13,8 @@ export interface GatewayMetrics {
   readonly queueMetricsUp: Gauge;
   readonly sseOpen: Gauge;
   readonly sseStreams: Counter<'outcome'>;
+  /** Messages per append statement (group commit, lib/append-batch.ts). */
+  readonly appendBatch: Histogram;
   /** Whether per-tenant counters carry a `tenant` label. */
   readonly tenantLabels: boolean;
 }
@@ -77,6 +79,12 @@ export function createGatewayMetrics(opts: GatewayMetricsOptions = {}): GatewayM
       name: 'loopline_sse_streams_total',
       help: 'SSE streams ended (client_closed, server_closed, error) or refused over a cap (refused)',
       labelNames: ['outcome'] as const,
+      registers,
+    }),
+    appendBatch: new Histogram({
+      name: 'loopline_append_batch_messages',
+      help: 'User messages written per append statement (1: alone; more: group-committed while the statements were busy)',
+      buckets: [1, 2, 4, 8, 16, 32, 64],
       registers,
     }),
   };

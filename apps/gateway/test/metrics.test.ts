@@ -86,6 +86,8 @@ describe('/metrics', () => {
     const tenant = t.tenant.id;
     expect(sample(text, 'loopline_sessions_created_total', { tenant })).toBe(1);
     expect(sample(text, 'loopline_messages_accepted_total', { tenant })).toBe(2);
+    // One after the other, each message found a free statement slot: written alone (D39).
+    expect(sample(text, 'loopline_append_batch_messages_bucket', { le: '1' })).toBeGreaterThanOrEqual(2);
     const route = '/v1/sessions/:id/messages';
     expect(sample(text, 'loopline_http_requests_total', { method: 'POST', route, status: '202' })).toBe(2);
     expect(

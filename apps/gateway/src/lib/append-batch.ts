@@ -63,14 +63,25 @@ export class AppendBatcher {
   /** Statements run and messages written by them (for tests and metrics). */
   readonly stats = { statements: 0, messages: 0, largest: 0 };
 
-  constructor(db: Db, opts: AppendBatchOptions = DEFAULT_APPEND_BATCH) {
+  private readonly onStatement: ((messages: number) => void) | undefined;
+
+  /** `onStatement`: told the messages of every append statement (the batch-size metric). */
+  constructor(
+    db: Db,
+    opts: AppendBatchOptions = DEFAULT_APPEND_BATCH,
+    onStatement?: (messages: number) => void,
+  ) {
     this.db = db;
+    this.onStatement = onStatement;
     this.opts = { concurrency: Math.max(1, opts.concurrency), maxBatch: Math.max(1, opts.maxBatch) };
   }
 
   /** appendUserMessageAndQueue, possibly in one statement with other sessions' messages. */
   append(input: AppendAndQueueInput): Promise<AppendAndQueueResult | undefined> {
-    if (this.opts.maxBatch === 1) return appendUserMessageAndQueue(this.db, input);
+    if (this.opts.maxBatch === 1) {
+      this.onStatement?.(1);
+      return appendUserMessageAndQueue(this.db, input);
+    }
     // A message no statement may write fails here, alone, before it can join a batch.
     try {
       checkUserMessage(input);
@@ -125,6 +136,7 @@ export class AppendBatcher {
     this.stats.statements++;
     this.stats.messages += batch.length;
     this.stats.largest = Math.max(this.stats.largest, batch.length);
+    this.onStatement?.(batch.length);
     try {
       const results = await appendUserMessagesAndQueue(
         this.db,

@@ -20,7 +20,9 @@ declare module 'fastify' {
 
 /** Decorates the root instance with `deps`, read by every route as `app.deps`. */
 export function decorateDeps(app: FastifyInstance, deps: GatewayDeps, metrics: GatewayMetrics): void {
-  const appends = new AppendBatcher(deps.db, { ...DEFAULT_APPEND_BATCH, ...deps.appendBatch });
+  const appends = new AppendBatcher(deps.db, { ...DEFAULT_APPEND_BATCH, ...deps.appendBatch }, (n) =>
+    metrics.appendBatch.observe(n),
+  );
   app.decorate('deps', {
     ...deps,
     tokenizer: deps.tokenizer ?? createTokenizer('o200k_base'),
