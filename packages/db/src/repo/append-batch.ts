@@ -7,6 +7,7 @@ import {
   type AppendAndQueueInput,
   type AppendAndQueueResult,
   type AppendedRow,
+  appendClauses,
   appendResult,
   appendUserMessageAndQueue,
   prepareAppend,
@@ -30,10 +31,7 @@ function batchStatement(wakeFrom: readonly SessionStatus[], midRunIn: readonly S
   const shape = `${wakeFrom.join(',')}|${midRunIn.join(',')}`;
   let text = batchStatements.get(shape);
   if (text !== undefined) return text;
-  // Status names are core's literals (never input); quoted all the same.
-  const list = (statuses: readonly SessionStatus[]) =>
-    statuses.length > 0 ? statuses.map((st) => `'${st.replaceAll("'", "''")}'`).join(', ') : 'null';
-  const woken = `prev.status in (${list(wakeFrom)})`;
+  const { set, midRun } = appendClauses(wakeFrom, midRunIn);
   text = `with input as (
       select * from jsonb_to_recordset($1::jsonb)
         as i(ord int, session_id text, tenant_id text, message_id text, info jsonb, parts jsonb)
@@ -43,20 +41,14 @@ function batchStatement(wakeFrom: readonly SessionStatus[], midRunIn: readonly S
       order by s.id
       for update of s
     ), s as (
-      update sessions s set
-        last_seq = s.last_seq + 1,
-        status = case when ${woken} then 'queued' else s.status end,
-        status_detail = case when ${woken} then null else s.status_detail end,
-        error = case when ${woken} then null else s.error end,
-        updated_at = case when ${woken} then now() else s.updated_at end
+      update sessions s set ${set}
       from prev
       where s.id = prev.id and s.tenant_id = prev.tenant_id
       returning s.id, s.tenant_id, s.agent_name, s.status, s.kind, s.last_seq, prev.status as prev_status
     ), m as (
       insert into messages (id, tenant_id, session_id, seq, role, info)
       select i.message_id, s.tenant_id, s.id, s.last_seq, 'user',
-        i.info || jsonb_build_object('agent', s.agent_name)
-          || case when s.status in (${list(midRunIn)}) then '{"midRun":true}'::jsonb else '{}'::jsonb end
+        i.info || jsonb_build_object('agent', s.agent_name) || ${midRun}
       from s join input i on i.session_id = s.id and i.tenant_id = s.tenant_id
       order by s.id
       returning id

@@ -312,14 +312,33 @@ export type AppendedRow = Pick<SessionRow, 'agent_name' | 'status' | 'kind' | 'l
 // parameters only, not for building and compiling the query again.
 const appendStatements = new Map<string, string>();
 
+/**
+ * What every append statement shares (appendStatement, append-batch.ts): the session row's update
+ * after `prev` (its status before, locked) — last_seq + 1, wakeFrom → queued — and the midRun mark
+ * of the message's info. Status names are core's literals (never input); quoted all the same.
+ */
+export function appendClauses(
+  wakeFrom: readonly SessionStatus[],
+  midRunIn: readonly SessionStatus[],
+): { set: string; midRun: string } {
+  const list = (statuses: readonly SessionStatus[]) =>
+    statuses.length > 0 ? statuses.map((st) => `'${st.replaceAll("'", "''")}'`).join(', ') : 'null';
+  const woken = `prev.status in (${list(wakeFrom)})`;
+  return {
+    set: `last_seq = s.last_seq + 1,
+        status = case when ${woken} then 'queued' else s.status end,
+        status_detail = case when ${woken} then null else s.status_detail end,
+        error = case when ${woken} then null else s.error end,
+        updated_at = case when ${woken} then now() else s.updated_at end`,
+    midRun: `case when s.status in (${list(midRunIn)}) then '{"midRun":true}'::jsonb else '{}'::jsonb end`,
+  };
+}
+
 function appendStatement(wakeFrom: readonly SessionStatus[], midRunIn: readonly SessionStatus[], n: number) {
   const shape = `${wakeFrom.join(',')}|${midRunIn.join(',')}|${n}`;
   let text = appendStatements.get(shape);
   if (text !== undefined) return text;
-  // Status names are core's literals (never input); quoted all the same.
-  const list = (statuses: readonly SessionStatus[]) =>
-    statuses.length > 0 ? statuses.map((st) => `'${st.replaceAll("'", "''")}'`).join(', ') : 'null';
-  const woken = `prev.status in (${list(wakeFrom)})`;
+  const { set, midRun } = appendClauses(wakeFrom, midRunIn);
   // $1 session, $2 tenant, $3 message id, $4 info; then id, type, data, tokens of each part.
   const values = Array.from({ length: n }, (_, i) => {
     const p = 5 + 4 * i;
@@ -328,20 +347,14 @@ function appendStatement(wakeFrom: readonly SessionStatus[], midRunIn: readonly 
   text = `with prev as (
       select status from sessions where id = $1 and tenant_id = $2 for update
     ), s as (
-      update sessions s set
-        last_seq = s.last_seq + 1,
-        status = case when ${woken} then 'queued' else s.status end,
-        status_detail = case when ${woken} then null else s.status_detail end,
-        error = case when ${woken} then null else s.error end,
-        updated_at = case when ${woken} then now() else s.updated_at end
+      update sessions s set ${set}
       from prev
       where s.id = $1 and s.tenant_id = $2
       returning s.id, s.tenant_id, s.agent_name, s.status, s.kind, s.last_seq, prev.status as prev_status
     ), m as (
       insert into messages (id, tenant_id, session_id, seq, role, info)
       select $3, s.tenant_id, s.id, s.last_seq, 'user',
-        $4::jsonb || jsonb_build_object('agent', s.agent_name)
-          || case when s.status in (${list(midRunIn)}) then '{"midRun":true}'::jsonb else '{}'::jsonb end
+        $4::jsonb || jsonb_build_object('agent', s.agent_name) || ${midRun}
       from s
       returning id
     ), p as (
