@@ -113,6 +113,16 @@ describe('AppendBatcher', () => {
     expect(await texts(pg.db, tenantId, ids[4]!)).toEqual([large]);
   });
 
+  test('a batch holds at most maxBatch messages; the rest wait in order for the next', async ({ pg }) => {
+    const { tenantId, ids } = await sessions(pg.db, 20);
+    const batcher = new AppendBatcher(pg.db, { concurrency: 1, maxBatch: 4 });
+    const results = await Promise.all(ids.map((id) => batcher.append(text(tenantId, id, `to ${id}`))));
+    expect(results.every((r) => r?.session.lastSeq === 1)).toBe(true);
+    expect(batcher.stats.largest).toBe(4);
+    // The first alone, then 19 in batches of at most 4.
+    expect(batcher.stats.statements).toBe(1 + Math.ceil(19 / 4));
+  });
+
   test('a batch of one writes every message on its own', async ({ pg }) => {
     const { tenantId, ids } = await sessions(pg.db, 3);
     const batcher = new AppendBatcher(pg.db, { concurrency: 1, maxBatch: 1 });

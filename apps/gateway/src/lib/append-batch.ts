@@ -50,6 +50,9 @@ export function batchCharsOf(input: AppendAndQueueInput): number {
 
 interface Waiting {
   input: AppendAndQueueInput;
+  /** The wake rules (one statement text per shape), and batchCharsOf, computed once. */
+  shape: string;
+  chars: number;
   resolve(result: AppendAndQueueResult | undefined): void;
   reject(err: unknown): void;
 }
@@ -89,7 +92,8 @@ export class AppendBatcher {
       return Promise.reject(err);
     }
     return new Promise((resolve, reject) => {
-      this.waiting.push({ input, resolve, reject });
+      const shape = `${input.wakeFrom.join(',')}|${input.midRunIn.join(',')}`;
+      this.waiting.push({ input, shape, chars: batchCharsOf(input), resolve, reject });
       this.pump();
     });
   }
@@ -113,17 +117,20 @@ export class AppendBatcher {
     const batch: Waiting[] = [];
     const rest: Waiting[] = [];
     const sessions = new Set<string>();
-    const shape = (w: Waiting) => `${w.input.wakeFrom.join(',')}|${w.input.midRunIn.join(',')}`;
-    const first = shape(this.waiting[0]!);
+    const first = this.waiting[0]!.shape;
     let chars = 0;
-    for (const w of this.waiting) {
-      const size = batchCharsOf(w.input);
+    for (let i = 0; i < this.waiting.length; i++) {
+      const w = this.waiting[i]!;
+      if (batch.length === this.opts.maxBatch) {
+        // Full: the rest waits as it is (a long queue is not scanned again for every batch).
+        for (let j = i; j < this.waiting.length; j++) rest.push(this.waiting[j]!);
+        break;
+      }
       const taken =
-        batch.length < this.opts.maxBatch &&
-        (batch.length === 0 || chars + size <= APPEND_BATCH_MAX_CHARS) &&
+        (batch.length === 0 || chars + w.chars <= APPEND_BATCH_MAX_CHARS) &&
         !sessions.has(w.input.sessionId) &&
-        shape(w) === first;
-      if (taken) chars += size;
+        w.shape === first;
+      if (taken) chars += w.chars;
       // A session seen before (taken or held back) keeps its later messages behind.
       sessions.add(w.input.sessionId);
       (taken ? batch : rest).push(w);
