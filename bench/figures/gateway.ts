@@ -23,7 +23,8 @@ import { cpuMsOf } from '../lib/worker-proc.ts';
 
 const args = figureArgs({ runs: 3, quickRuns: 1 });
 const DURATION_S = args.quick ? 4 : 8;
-const CONNECTIONS = 50;
+// BENCH_GATEWAY_CONNECTIONS=<n> for a one-off run at another load (the figure is defined at 50).
+const CONNECTIONS = Number(process.env.BENCH_GATEWAY_CONNECTIONS ?? 50);
 const SESSIONS = 200;
 const started = performance.now();
 
