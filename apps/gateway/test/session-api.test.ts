@@ -1,4 +1,10 @@
-import { createSession, getAgent, listSessionPage, setSessionStatus } from '@loopline/db';
+import {
+  appendUserMessageAndQueue,
+  createSession,
+  getAgent,
+  listSessionPage,
+  setSessionStatus,
+} from '@loopline/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, rowCounts, type Stack, startStack, tenantWithSession } from './helpers.ts';
 
@@ -154,6 +160,44 @@ describe('GET /v1/sessions/:id/messages pages', () => {
     });
     for (const query of ['limit=0', 'limit=1001', 'after=-1', 'before=x', 'view=model&limit=1'])
       expectProblem(await get(`/v1/sessions/${id}/messages?${query}`), 400, 'validation_error');
+  });
+
+  it('never answers more than 1,000 messages: without limit, the first page and hasMore', async () => {
+    const id = await create();
+    for (let i = 1; i <= 1003; i++) {
+      await appendUserMessageAndQueue(stack.db, {
+        tenantId: t.tenant.id,
+        sessionId: id,
+        parts: [{ type: 'text', text: `m${i}`, tokens: 1 }],
+        wakeFrom: [],
+        midRunIn: [],
+      });
+    }
+    const page = async (url: string) => {
+      const r = await get(url);
+      expect(r.statusCode, r.body).toBe(200);
+      const body = r.json();
+      const seqs: number[] = body.messages.map((m: { info: { seq: number } }) => m.info.seq);
+      return { count: seqs.length, first: seqs[0], last: seqs.at(-1), hasMore: body.hasMore };
+    };
+    expect(await page(`/v1/sessions/${id}/messages`)).toEqual({
+      count: 1000,
+      first: 1,
+      last: 1000,
+      hasMore: true,
+    });
+    expect(await page(`/v1/sessions/${id}/messages?after=1000`)).toEqual({
+      count: 3,
+      first: 1001,
+      last: 1003,
+      hasMore: false,
+    });
+    expect(await page(`/v1/sessions/${id}/messages?before=1004`)).toEqual({
+      count: 1000,
+      first: 4,
+      last: 1003,
+      hasMore: true,
+    });
   });
 });
 

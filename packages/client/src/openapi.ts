@@ -319,7 +319,7 @@ export interface paths {
         };
         /**
          * The session history: the full log, or the model view
-         * @description view=log (default): every message and part ever written, including reverted ones and replaced history before compactions. view=model: from the newest compaction boundary, filtered and converted exactly as the next model call will send it, with the system blocks. view=log pages with after / before (message seq, exclusive) and limit: the next page of a long history is ?after=<last seq>, older messages are ?before=<first seq>; hasMore says whether more messages lie beyond the page.
+         * @description view=log (default): every message and part ever written, including reverted ones and replaced history before compactions. view=model: from the newest compaction boundary, filtered and converted exactly as the next model call will send it, with the system blocks. view=log pages with after / before (message seq, exclusive) and limit: the next page of a long history is ?after=<last seq>, older messages are ?before=<first seq>; hasMore says whether more messages lie beyond the page. A page holds at most 1000 messages, and without limit it is the first (or, with before, the last) 1000.
          */
         get: operations["listMessages"];
         put?: never;
@@ -1673,7 +1673,7 @@ export interface components {
             /** @constant */
             view: "log";
             messages: components["schemas"]["MessageWithParts"][];
-            /** @description More messages lie beyond this page (always false without limit) */
+            /** @description More messages lie beyond this page */
             hasMore: boolean;
         } | {
             /** @constant */
@@ -3662,7 +3662,7 @@ export interface operations {
                 after?: number;
                 /** @description view=log: only messages with a smaller seq (the newest of them first in page) */
                 before?: number;
-                /** @description view=log: at most this many messages (1–1000); with before, the newest ones before it */
+                /** @description view=log: at most this many messages (1–1000; without it, a page of 1000); with before, the newest ones before it */
                 limit?: number;
             };
             header?: never;

@@ -13,6 +13,7 @@ import {
   AcceptedMessage,
   FinishedTurn,
   IdempotencyHeaders,
+  LOG_PAGE_MAX,
   MessagesPageQuery,
   MessagesResponse,
   PostMessageBody,
@@ -112,7 +113,8 @@ export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
           'history before compactions. view=model: from the newest compaction boundary, filtered and converted ' +
           'exactly as the next model call will send it, with the system blocks. view=log pages with after / ' +
           'before (message seq, exclusive) and limit: the next page of a long history is ?after=<last seq>, ' +
-          'older messages are ?before=<first seq>; hasMore says whether more messages lie beyond the page.',
+          'older messages are ?before=<first seq>; hasMore says whether more messages lie beyond the page. ' +
+          'A page holds at most 1000 messages, and without limit it is the first (or, with before, the last) 1000.',
         params: IdParam,
         querystring: MessagesPageQuery,
         response: withErrors({ 200: MessagesResponse }),
@@ -123,14 +125,15 @@ export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
       const session = await loadSession(deps, tenantId, request.params.id);
       const { view, after, before, limit } = request.query;
       if (view === 'log') {
-        const page = limit === undefined ? undefined : limit + 1;
+        // One more than the page tells whether more lie beyond it.
+        const size = limit ?? LOG_PAGE_MAX;
         const messages = await loadHistory(deps.db, tenantId, session.id, {
           includeReverted: true,
           ...(after !== undefined ? { fromSeq: after + 1 } : {}),
           ...(before !== undefined ? { beforeSeq: before } : {}),
-          ...(page === undefined ? {} : before !== undefined ? { last: page } : { first: page }),
+          ...(before !== undefined ? { last: size + 1 } : { first: size + 1 }),
         });
-        const hasMore = limit !== undefined && messages.length > limit;
+        const hasMore = messages.length > size;
         if (hasMore) before !== undefined ? messages.shift() : messages.pop();
         return { view: 'log' as const, messages, hasMore };
       }

@@ -119,7 +119,7 @@ export const MessagesResponse = z
     z.object({
       view: z.literal('log'),
       messages: z.array(WithParts),
-      hasMore: z.boolean().describe('More messages lie beyond this page (always false without limit)'),
+      hasMore: z.boolean().describe('More messages lie beyond this page'),
     }),
     z.object({
       view: z.literal('model'),
@@ -131,6 +131,12 @@ export const MessagesResponse = z
   .meta({
     example: { view: 'log', messages: [EXAMPLE_USER_MESSAGE, EXAMPLE_ASSISTANT_MESSAGE], hasMore: false },
   });
+
+/**
+ * The most messages one view=log answer holds, and its page without `limit`: a log grows without
+ * end (compaction never deletes), so no single answer loads all of it into the gateway.
+ */
+export const LOG_PAGE_MAX = 1000;
 
 const Seq = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 
@@ -147,9 +153,11 @@ export const MessagesPageQuery = z.strictObject({
     .number()
     .int()
     .min(1)
-    .max(1000)
+    .max(LOG_PAGE_MAX)
     .optional()
-    .describe('view=log: at most this many messages (1–1000); with before, the newest ones before it'),
+    .describe(
+      'view=log: at most this many messages (1–1000; without it, a page of 1000); with before, the newest ones before it',
+    ),
 });
 
 export const WaitHeaders = z.looseObject({
