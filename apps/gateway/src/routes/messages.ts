@@ -107,7 +107,7 @@ export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
     {
       schema: {
         tags,
-        summary: 'The session history: the full log, or the model view',
+        summary: 'The session history: the log (in pages), or the model view',
         description:
           'view=log (default): every message and part ever written, including reverted ones and replaced ' +
           'history before compactions. view=model: from the newest compaction boundary, filtered and converted ' +
