@@ -123,6 +123,15 @@ describe('AppendBatcher', () => {
     expect(batcher.stats.statements).toBe(1 + Math.ceil(19 / 4));
   });
 
+  test('options left undefined are the defaults: messages are written, none waits forever', async ({
+    pg,
+  }) => {
+    const { tenantId, ids } = await sessions(pg.db, 3);
+    const batcher = new AppendBatcher(pg.db, { concurrency: undefined, maxBatch: undefined });
+    const results = await Promise.all(ids.map((id) => batcher.append(text(tenantId, id, 'defaults'))));
+    expect(results.map((r) => r?.session.lastSeq)).toEqual([1, 1, 1]);
+  });
+
   test('a batch of one writes every message on its own', async ({ pg }) => {
     const { tenantId, ids } = await sessions(pg.db, 3);
     const batcher = new AppendBatcher(pg.db, { concurrency: 1, maxBatch: 1 });

@@ -71,12 +71,19 @@ export class AppendBatcher {
   /** `onStatement`: told the messages of every append statement (the batch-size metric). */
   constructor(
     db: Db,
-    opts: AppendBatchOptions = DEFAULT_APPEND_BATCH,
+    opts: Partial<AppendBatchOptions> = DEFAULT_APPEND_BATCH,
     onStatement?: (messages: number) => void,
   ) {
     this.db = db;
     this.onStatement = onStatement;
-    this.opts = { concurrency: Math.max(1, opts.concurrency), maxBatch: Math.max(1, opts.maxBatch) };
+    // An option left undefined by an embedder (buildApp takes them as optional) is the default,
+    // never NaN: a NaN concurrency would leave every message waiting forever.
+    const count = (n: number | undefined, fallback: number) =>
+      n !== undefined && Number.isFinite(n) ? Math.max(1, Math.floor(n)) : fallback;
+    this.opts = {
+      concurrency: count(opts.concurrency, DEFAULT_APPEND_BATCH.concurrency),
+      maxBatch: count(opts.maxBatch, DEFAULT_APPEND_BATCH.maxBatch),
+    };
   }
 
   /** appendUserMessageAndQueue, possibly in one statement with other sessions' messages. */

@@ -2,7 +2,7 @@ import type { Tokenizer } from '@loopline/core';
 import { createTokenizer } from '@loopline/llm';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
-import { AppendBatcher, DEFAULT_APPEND_BATCH } from '../lib/append-batch.ts';
+import { AppendBatcher } from '../lib/append-batch.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 
 // The `deps` decorator, and with it `AppDeps` and the Fastify type augmentation (Fastify's
@@ -20,9 +20,7 @@ declare module 'fastify' {
 
 /** Decorates the root instance with `deps`, read by every route as `app.deps`. */
 export function decorateDeps(app: FastifyInstance, deps: GatewayDeps, metrics: GatewayMetrics): void {
-  const appends = new AppendBatcher(deps.db, { ...DEFAULT_APPEND_BATCH, ...deps.appendBatch }, (n) =>
-    metrics.appendBatch.observe(n),
-  );
+  const appends = new AppendBatcher(deps.db, deps.appendBatch ?? {}, (n) => metrics.appendBatch.observe(n));
   app.decorate('deps', {
     ...deps,
     tokenizer: deps.tokenizer ?? createTokenizer('o200k_base'),
