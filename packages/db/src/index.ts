@@ -104,6 +104,7 @@ export {
   type AppendAndQueueResult,
   type AppendedSession,
   type AppendUserMessageInput,
+  appendShape,
   appendUserMessage,
   appendUserMessageAndQueue,
   type CreateAssistantMessageInput,

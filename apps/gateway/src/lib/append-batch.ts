@@ -1,6 +1,7 @@
 import {
   type AppendAndQueueInput,
   type AppendAndQueueResult,
+  appendShape,
   appendUserMessageAndQueue,
   appendUserMessagesAndQueue,
   checkUserMessage,
@@ -63,7 +64,7 @@ export class AppendBatcher {
   private waiting: Waiting[] = [];
   private readonly db: Db;
   private readonly opts: AppendBatchOptions;
-  /** Statements run and messages written by them (for tests and metrics). */
+  /** Statements run from the queue and the messages they wrote (a batch of one bypasses it). */
   readonly stats = { statements: 0, messages: 0, largest: 0 };
 
   private readonly onStatement: ((messages: number) => void) | undefined;
@@ -99,8 +100,7 @@ export class AppendBatcher {
       return Promise.reject(err);
     }
     return new Promise((resolve, reject) => {
-      const shape = `${input.wakeFrom.join(',')}|${input.midRunIn.join(',')}`;
-      this.waiting.push({ input, shape, chars: batchCharsOf(input), resolve, reject });
+      this.waiting.push({ input, shape: appendShape(input), chars: batchCharsOf(input), resolve, reject });
       this.pump();
     });
   }

@@ -9,6 +9,7 @@ import {
   type AppendedRow,
   appendClauses,
   appendResult,
+  appendShape,
   appendUserMessageAndQueue,
   prepareAppend,
 } from './messages.ts';
@@ -28,7 +29,7 @@ import {
 const batchStatements = new Map<string, string>();
 
 function batchStatement(wakeFrom: readonly SessionStatus[], midRunIn: readonly SessionStatus[]): string {
-  const shape = `${wakeFrom.join(',')}|${midRunIn.join(',')}`;
+  const shape = appendShape({ wakeFrom, midRunIn });
   let text = batchStatements.get(shape);
   if (text !== undefined) return text;
   const { set, midRun } = appendClauses(wakeFrom, midRunIn);
@@ -68,10 +69,8 @@ function batchStatement(wakeFrom: readonly SessionStatus[], midRunIn: readonly S
 
 /** Every input must wake and mark alike (one statement text per shape). */
 function sameShape(inputs: readonly AppendAndQueueInput[]): boolean {
-  const [first] = inputs;
-  if (!first) return true;
-  const key = (i: AppendAndQueueInput) => `${i.wakeFrom.join(',')}|${i.midRunIn.join(',')}`;
-  return inputs.every((i) => key(i) === key(first));
+  const first = appendShape(inputs[0]!);
+  return inputs.every((i) => appendShape(i) === first);
 }
 
 /**

@@ -312,6 +312,11 @@ export type AppendedRow = Pick<SessionRow, 'agent_name' | 'status' | 'kind' | 'l
 // parameters only, not for building and compiling the query again.
 const appendStatements = new Map<string, string>();
 
+/** The wake rules of an append, as a key: appends of one key share a statement text (and a batch). */
+export function appendShape(input: Pick<AppendAndQueueInput, 'wakeFrom' | 'midRunIn'>): string {
+  return `${input.wakeFrom.join(',')}|${input.midRunIn.join(',')}`;
+}
+
 /**
  * What every append statement shares (appendStatement, append-batch.ts): the session row's update
  * after `prev` (its status before, locked) — last_seq + 1, wakeFrom → queued — and the midRun mark
@@ -335,7 +340,7 @@ export function appendClauses(
 }
 
 function appendStatement(wakeFrom: readonly SessionStatus[], midRunIn: readonly SessionStatus[], n: number) {
-  const shape = `${wakeFrom.join(',')}|${midRunIn.join(',')}|${n}`;
+  const shape = `${appendShape({ wakeFrom, midRunIn })}|${n}`;
   let text = appendStatements.get(shape);
   if (text !== undefined) return text;
   const { set, midRun } = appendClauses(wakeFrom, midRunIn);
