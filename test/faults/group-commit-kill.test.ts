@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { describe, expect } from 'vitest';
 import { AppendBatcher } from '../../apps/gateway/src/lib/append-batch.ts';
 import { pgTest as test } from '../../packages/testkit/src/fixtures.ts';
-import { makeAgent, makeSession, makeTenant } from '../../packages/testkit/src/index.ts';
+import { makeSessions } from '../../packages/testkit/src/index.ts';
 
 // The gateway's group commit (docs/decisions.md D39) while PostgreSQL backends are terminated
 // under it, again and again: a batch statement then fails mid-flight with the connection's error.
@@ -19,19 +19,11 @@ function text(tenantId: string, sessionId: string, body: string): AppendAndQueue
   return { tenantId, sessionId, parts: [{ type: 'text', text: body, tokens: 1 }], ...RULES };
 }
 
-async function sessions(db: Parameters<typeof makeAgent>[0], n: number) {
-  const { tenant } = await makeTenant(db);
-  const agent = await makeAgent(db, tenant.id);
-  const list = [];
-  for (let i = 0; i < n; i++) list.push(await makeSession(db, tenant.id, { agent }));
-  return { tenantId: tenant.id, ids: list.map((s) => s.id) };
-}
-
 describe('group commit under terminated backends', () => {
   test('backends killed under it: every accepted message stored once, nothing doubled, seqs unbroken', async ({
     pg,
   }) => {
-    const { tenantId, ids } = await sessions(pg.db, 20);
+    const { tenantId, ids } = await makeSessions(pg.db, 20);
     const name = `append-fault-${randomUUID().slice(0, 8)}`;
     const db = createDb(pg.url, { max: 4, applicationName: name });
     const batcher = new AppendBatcher(db, { concurrency: 2, maxBatch: 64 });

@@ -2,7 +2,7 @@ import type { SessionStatus } from '@loopline/core';
 import { type AppendAndQueueInput, getMessage, loadHistory } from '@loopline/db';
 import { describe, expect } from 'vitest';
 import { pgTest as test } from '../../../packages/testkit/src/fixtures.ts';
-import { makeAgent, makeSession, makeTenant } from '../../../packages/testkit/src/index.ts';
+import { makeSessions } from '../../../packages/testkit/src/index.ts';
 import { APPEND_BATCH_MAX_CHARS, AppendBatcher } from '../src/lib/append-batch.ts';
 
 // The gateway's group commit on real PostgreSQL: messages that would queue for a statement slot
@@ -20,14 +20,6 @@ function text(tenantId: string, sessionId: string, body: string, partId?: string
   };
 }
 
-async function sessions(db: Parameters<typeof makeAgent>[0], n: number) {
-  const { tenant } = await makeTenant(db);
-  const agent = await makeAgent(db, tenant.id);
-  const list = [];
-  for (let i = 0; i < n; i++) list.push(await makeSession(db, tenant.id, { agent }));
-  return { tenantId: tenant.id, ids: list.map((s) => s.id) };
-}
-
 /** The text of each message of the session's log, in seq order. */
 async function texts(db: Parameters<typeof loadHistory>[0], tenantId: string, sessionId: string) {
   const history = await loadHistory(db, tenantId, sessionId);
@@ -38,7 +30,7 @@ describe('AppendBatcher', () => {
   test('messages that queue are written together, in the order they came, one per session per batch', async ({
     pg,
   }) => {
-    const { tenantId, ids } = await sessions(pg.db, 10);
+    const { tenantId, ids } = await makeSessions(pg.db, 10);
     const batcher = new AppendBatcher(pg.db, { concurrency: 1, maxBatch: 64 });
     // Three messages per session, all sent at once: only one statement may run at a time.
     const sent = [0, 1, 2].flatMap((k) => ids.map((id) => batcher.append(text(tenantId, id, `${id}-${k}`))));
@@ -52,7 +44,7 @@ describe('AppendBatcher', () => {
   });
 
   test('a message PostgreSQL refuses fails alone; the rest of its batch is written', async ({ pg }) => {
-    const { tenantId, ids } = await sessions(pg.db, 4);
+    const { tenantId, ids } = await makeSessions(pg.db, 4);
     const batcher = new AppendBatcher(pg.db, { concurrency: 1, maxBatch: 64 });
     const first = await batcher.append(text(tenantId, ids[0]!, 'first', 'prt_taken'));
     expect(first).toBeDefined();
@@ -72,7 +64,7 @@ describe('AppendBatcher', () => {
   });
 
   test('a message no statement may write (no parts) fails alone, before any batch', async ({ pg }) => {
-    const { tenantId, ids } = await sessions(pg.db, 2);
+    const { tenantId, ids } = await makeSessions(pg.db, 2);
     const batcher = new AppendBatcher(pg.db, { concurrency: 1, maxBatch: 64 });
     const busy = batcher.append(text(tenantId, ids[0]!, 'busy'));
     const empty = batcher.append({ ...text(tenantId, ids[1]!, ''), parts: [] });
@@ -83,8 +75,8 @@ describe('AppendBatcher', () => {
   });
 
   test("a batch refuses another tenant's session for that message only", async ({ pg }) => {
-    const mine = await sessions(pg.db, 2);
-    const theirs = await sessions(pg.db, 1);
+    const mine = await makeSessions(pg.db, 2);
+    const theirs = await makeSessions(pg.db, 1);
     const batcher = new AppendBatcher(pg.db, { concurrency: 1, maxBatch: 64 });
     const [x, y, z] = await Promise.all([
       batcher.append(text(mine.tenantId, mine.ids[0]!, 'x')),
@@ -100,7 +92,7 @@ describe('AppendBatcher', () => {
   test('a statement carries a bounded amount of text: large messages go in batches of their own', async ({
     pg,
   }) => {
-    const { tenantId, ids } = await sessions(pg.db, 5);
+    const { tenantId, ids } = await makeSessions(pg.db, 5);
     const batcher = new AppendBatcher(pg.db, { concurrency: 1, maxBatch: 64 });
     const large = 'x'.repeat(Math.ceil(APPEND_BATCH_MAX_CHARS * 0.6));
     const sent = [
@@ -114,7 +106,7 @@ describe('AppendBatcher', () => {
   });
 
   test('a batch holds at most maxBatch messages; the rest wait in order for the next', async ({ pg }) => {
-    const { tenantId, ids } = await sessions(pg.db, 20);
+    const { tenantId, ids } = await makeSessions(pg.db, 20);
     const batcher = new AppendBatcher(pg.db, { concurrency: 1, maxBatch: 4 });
     const results = await Promise.all(ids.map((id) => batcher.append(text(tenantId, id, `to ${id}`))));
     expect(results.every((r) => r?.session.lastSeq === 1)).toBe(true);
@@ -126,14 +118,14 @@ describe('AppendBatcher', () => {
   test('options left undefined are the defaults: messages are written, none waits forever', async ({
     pg,
   }) => {
-    const { tenantId, ids } = await sessions(pg.db, 3);
+    const { tenantId, ids } = await makeSessions(pg.db, 3);
     const batcher = new AppendBatcher(pg.db, { concurrency: undefined, maxBatch: undefined });
     const results = await Promise.all(ids.map((id) => batcher.append(text(tenantId, id, 'defaults'))));
     expect(results.map((r) => r?.session.lastSeq)).toEqual([1, 1, 1]);
   });
 
   test('a batch of one writes every message on its own', async ({ pg }) => {
-    const { tenantId, ids } = await sessions(pg.db, 3);
+    const { tenantId, ids } = await makeSessions(pg.db, 3);
     const batcher = new AppendBatcher(pg.db, { concurrency: 1, maxBatch: 1 });
     await Promise.all(ids.map((id) => batcher.append(text(tenantId, id, 'alone'))));
     expect(batcher.stats.statements).toBe(0);

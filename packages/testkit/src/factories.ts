@@ -73,3 +73,12 @@ export async function makeSessionWithTenant(
   const session = await makeSession(db, tenant.id, { agent });
   return { tenant, agent, session, apiKey };
 }
+
+/** One tenant with `n` sessions of one agent: the tenant's id and the sessions' ids, in order. */
+export async function makeSessions(db: Db, n: number): Promise<{ tenantId: string; ids: string[] }> {
+  const { tenant } = await makeTenant(db);
+  const agent = await makeAgent(db, tenant.id);
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) ids.push((await makeSession(db, tenant.id, { agent })).id);
+  return { tenantId: tenant.id, ids };
+}

@@ -7,6 +7,7 @@ export {
   DEFAULT_TEST_MODEL,
   makeAgent,
   makeSession,
+  makeSessions,
   makeSessionWithTenant,
   makeTenant,
   makeTool,
