@@ -14,6 +14,13 @@ export {
   type FencedSessionPatch,
   withFence,
 } from './fence.ts';
+export {
+  GroupCommit,
+  type GroupCommitOptions,
+  type GroupCommitStatements,
+  groupCommitOptions,
+  type Settled,
+} from './group-commit.ts';
 export { MIGRATIONS_DIR, migrateToLatest, migrateWhenReady } from './migrate.ts';
 export {
   agentWithinCap,
