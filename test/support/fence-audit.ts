@@ -9,10 +9,11 @@ import { WORKER_APP_PREFIX } from './procs.ts';
 // Every committed change is one audit row, numbered by a sequence in the order the triggers ran:
 //   acquire  sessions.fence went up (acquireFence: a new runner took the session)
 //   check    a sessions update by a statement that filters on the fence (withFence's first
-//            statement: `… where "fence" = $n`; the row matched, so the runner's token was the
-//            current fence). When that statement also changed the row (withFence's patch: the
-//            seq, step count, status or progress folded into the check), a write follows the
-//            check: it was made under that fence, by the same statement
+//            statement: `… where "fence" = $n`, or a batch of step starts' `s."fence" = i.fence`,
+//            each input row's own; the row matched, so the runner's token was the current
+//            fence). When that statement also changed the row (withFence's patch: the seq, step
+//            count, status or progress folded into the check), a write follows the check: it was
+//            made under that fence, by the same statement
 //   write    any other sessions update; any insert/update of messages, parts, steps, compactions,
 //            tool_outputs
 // with the transaction id and the connection's application_name (worker processes connect as
@@ -50,7 +51,7 @@ export async function installFenceAudit(db: Db): Promise<void> {
     begin
       if new.fence > old.fence then
         insert into fault_audit (session_id, kind, fence) values (new.id, 'acquire', new.fence);
-      elsif current_query() ~* 'where.*"fence"\\s*=\\s*\\$' then
+      elsif current_query() ~* 'where.*"fence"\\s*=\\s*(\\$|i\\.fence)' then
         insert into fault_audit (session_id, kind, fence) values (new.id, 'check', new.fence);
         if (to_jsonb(new) - 'updated_at') is distinct from (to_jsonb(old) - 'updated_at') then
           insert into fault_audit (session_id, kind, fence, tbl, row_id, op, cols)

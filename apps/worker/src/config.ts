@@ -16,6 +16,7 @@ import { MODEL_CALL_TIMEOUT_MS } from './deps.ts';
 import { defaultFairness } from './fairness/options.ts';
 import { DEFAULT_HEAP_GROWTH_PERCENT } from './heap.ts';
 import { defaultSessionCache } from './session-cache.ts';
+import { DEFAULT_START_BATCH } from './step/start-batch.ts';
 import { defaultWorkerOptions } from './worker.ts';
 
 // The worker's whole environment, parsed once by main.ts (a bad value stops the process with a
@@ -162,6 +163,20 @@ export const sessionCacheEnv = z.object({
   ),
 });
 
+/** The group commit of step starts (step/start-batch.ts). */
+export const startBatchEnv = z.object({
+  WORKER_START_CONCURRENCY: envInt(
+    DEFAULT_START_BATCH.concurrency,
+    'step-start statements a worker runs at once; starts that arrive while they are all busy are written together in the next one',
+    { min: 1, max: 1_000 },
+  ),
+  WORKER_START_BATCH_MAX: envInt(
+    DEFAULT_START_BATCH.maxBatch,
+    'step starts written in one statement at most (1 = each on its own)',
+    { min: 1, max: 1_000 },
+  ),
+});
+
 /** V8 heap sizing of the worker process (heap.ts). */
 export const workerHeapEnv = z.object({
   WORKER_HEAP_GROWTH_PERCENT: envInt(
@@ -198,6 +213,7 @@ export const workerEnv = z.object({
   ...workerJobsEnv.shape,
   ...webhookEnv.shape,
   ...sessionCacheEnv.shape,
+  ...startBatchEnv.shape,
   ...workerHeapEnv.shape,
   ...workerMetricsEnv.shape,
   ...tracingEnv.shape,

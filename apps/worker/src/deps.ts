@@ -8,6 +8,7 @@ import type { WorkerEgress } from './egress.ts';
 import type { FairnessOptions } from './fairness/options.ts';
 import type { WorkerMetrics } from './metrics.ts';
 import type { SessionCache } from './session-cache.ts';
+import type { StepStarts } from './step/start-batch.ts';
 
 /** LOOPLINE_MODEL_CALL_TIMEOUT_MS's default: 30 minutes for one model call, start to finish. */
 export const MODEL_CALL_TIMEOUT_MS = 30 * 60_000;
@@ -75,6 +76,11 @@ export interface WorkerDeps {
    * (every job loads the log from PostgreSQL).
    */
   sessionCache?: SessionCache | null;
+  /**
+   * The group commit of step starts (step/start-batch.ts). Absent → one with the defaults per deps
+   * object; main.ts sizes it from WORKER_START_CONCURRENCY and WORKER_START_BATCH_MAX.
+   */
+  stepStarts?: StepStarts;
 }
 
 /** PostgreSQL. */

@@ -16,6 +16,7 @@ import { startMetricsServer } from './metrics-server.ts';
 import { reconcileOptions, startReconciler } from './reconcile.ts';
 import { SessionCache } from './session-cache.ts';
 import { watch } from './session-context.ts';
+import { createStepStarts } from './step/start-batch.ts';
 import { defaultWorkerOptions, startWorkers, stopWorkers } from './worker.ts';
 
 // The worker process: parses its environment once (config.ts: every variable, its default and
@@ -34,11 +35,12 @@ export function depsFromEnv(
   const redis = createRedis(redisConfig, { maxRetriesPerRequest: null, coalesceWrites: true });
   const keys = keySpace(env.LOOPLINE_NAMESPACE);
   const metrics = createWorkerMetrics({ tenantLabels: env.LOOPLINE_METRICS_TENANT_LABELS });
+  const db = createDb(env.DATABASE_URL, {
+    max: env.DB_POOL_MAX,
+    preparedStatements: env.DB_PREPARED_STATEMENTS,
+  });
   return {
-    db: createDb(env.DATABASE_URL, {
-      max: env.DB_POOL_MAX,
-      preparedStatements: env.DB_PREPARED_STATEMENTS,
-    }),
+    db,
     redis,
     keys,
     queues: createQueues(redis, keys),
@@ -80,6 +82,11 @@ export function depsFromEnv(
         maxEntries: env.WORKER_SESSION_CACHE_SESSIONS,
         maxBytes: env.WORKER_SESSION_CACHE_MB * 1024 * 1024,
       }),
+    ),
+    stepStarts: createStepStarts(
+      db,
+      { concurrency: env.WORKER_START_CONCURRENCY, maxBatch: env.WORKER_START_BATCH_MAX },
+      (n) => metrics.stepStartBatch(n),
     ),
   };
 }

@@ -44,6 +44,8 @@ export interface WorkerMetrics {
   sessionCache(result: 'hit' | 'miss', reason?: MissReason): void;
   /** The session cache whose size the gauges report (read at scrape time). */
   watchSessionCache(stats: CacheStats): void;
+  /** The starts one step-start statement wrote (step/start-batch.ts: 1 alone, more batched). */
+  stepStartBatch(starts: number): void;
 }
 
 export interface WorkerMetricsOptions {
@@ -190,6 +192,12 @@ export function createWorkerMetrics(opts: WorkerMetricsOptions = {}): WorkerMetr
     labelNames: ['queue', 'cause'] as const,
     registers,
   });
+  const startBatch = new Histogram({
+    name: 'loopline_step_start_batch_starts',
+    help: 'Step starts written per start statement (1: alone; more: group-committed while the statements were busy)',
+    buckets: [1, 2, 4, 8, 16, 32, 64],
+    registers,
+  });
   const titles = new Counter({
     name: 'loopline_titles_total',
     help: 'Title jobs by outcome (generated, failed, skipped)',
@@ -289,6 +297,9 @@ export function createWorkerMetrics(opts: WorkerMetricsOptions = {}): WorkerMetr
     },
     watchSessionCache(stats) {
       cacheStats = stats;
+    },
+    stepStartBatch(starts) {
+      startBatch.observe(starts);
     },
   };
 }

@@ -170,6 +170,7 @@ export {
   updateSessionProgress,
 } from './repo/sessions.ts';
 export { type StartAssistantStepInput, startAssistantStep } from './repo/step-start.ts';
+export { type StepStart, startAssistantSteps } from './repo/step-start-batch.ts';
 export { type FinishStepInput, finishStep, listSteps, type StartStepInput, startStep } from './repo/steps.ts';
 export {
   createTenant,

@@ -17,9 +17,14 @@ import https from 'node:https';
 export const MODEL_HTTP_IDLE_TIMEOUT_MS = 300_000;
 
 // Idle pooled sockets close after 4 s (undici's keep-alive default), or the server's own hint.
+// Every idle socket is kept until then (node's default keeps 256 and closes the rest): a worker
+// with more calls in flight than that would otherwise open a new connection, and on https do a
+// new TLS handshake, for most of its calls. The pool never holds more sockets than the calls that
+// were in flight at once.
+const pool = { keepAlive: true, timeout: 4_000, maxFreeSockets: Number.POSITIVE_INFINITY };
 const agents = {
-  'http:': new http.Agent({ keepAlive: true, timeout: 4_000 }),
-  'https:': new https.Agent({ keepAlive: true, timeout: 4_000 }),
+  'http:': new http.Agent(pool),
+  'https:': new https.Agent(pool),
 };
 
 /** A `fetch` for the AI SDK on node:http(s); anything it does not handle goes to the global fetch. */

@@ -27,7 +27,6 @@ import {
   finishStepCte,
   insertPartsCte,
   type SessionInfo,
-  startAssistantStep,
   updateAssistantInfoCte,
   updateMessageInfo,
   updatePartsCte,
@@ -45,6 +44,7 @@ import type { ToolRunDeps } from '../tools/run-tools.ts';
 import { runTools, type ToolResultWrite, writeToolResult } from '../tools/run-tools.ts';
 import { attachmentBytes } from './attachments.ts';
 import { overheadOf, type RequestShape } from './request.ts';
+import { stepStartsOf } from './start-batch.ts';
 import { DELTA_LINGER_MS, StreamRecorder } from './stream-recorder.ts';
 
 /** What a model call reads: the tool runner's context plus the model endpoints. */
@@ -104,30 +104,33 @@ export async function callModel(
     defer: true,
     linger: DELTA_LINGER_MS,
   });
-  // One statement (db startAssistantStep): fence, seq, step count, status, message, step-start,
-  // ledger row. Its events wait for the first delta or the next write (docs/durability.md §9; the
+  // One statement (db startAssistantStep; under load shared with other sessions' starts,
+  // step/start-batch.ts): fence, seq, step count, status, message, step-start, ledger row. Its events wait for the first delta or the next write (docs/durability.md §9; the
   // finally publishes what is left). Writing `running` again clears a provider retry's detail.
   const starting = session.status !== 'running' || Boolean(session.statusDetail);
   const stepStart: Part = { id: newId('prt'), sessionId, messageId, tokens: 0, type: 'step-start' };
-  const assistant = await startAssistantStep(deps.db, writer.ctx, {
-    messageId,
-    parentId: input.parentId,
-    model: agent.model,
-    agent: session.agentName,
-    step,
-    now: Date.now(),
-    parts: [stepStart], // inserted with the message, same statement
-    ...(starting ? { status: 'running' as const } : {}),
-    stepRow: {
-      id: stepId,
-      jobId: input.job.id,
-      attempt: input.job.attempt,
-      estimate: {
-        tokens: input.estimate.tokens,
-        bound: input.estimate.bound,
-        anchored: input.estimate.anchored,
-        ratio: input.estimate.ratio,
-        margin: input.estimate.margin,
+  const assistant = await stepStartsOf(deps).submit({
+    fence: writer.ctx,
+    input: {
+      messageId,
+      parentId: input.parentId,
+      model: agent.model,
+      agent: session.agentName,
+      step,
+      now: Date.now(),
+      parts: [stepStart], // inserted with the message, same statement
+      ...(starting ? { status: 'running' as const } : {}),
+      stepRow: {
+        id: stepId,
+        jobId: input.job.id,
+        attempt: input.job.attempt,
+        estimate: {
+          tokens: input.estimate.tokens,
+          bound: input.estimate.bound,
+          anchored: input.estimate.anchored,
+          ratio: input.estimate.ratio,
+          margin: input.estimate.margin,
+        },
       },
     },
   });

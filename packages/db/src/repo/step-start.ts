@@ -33,17 +33,7 @@ export async function startAssistantStep(
   f: Fence,
   input: StartAssistantStepInput,
 ): Promise<AssistantMessage> {
-  const info: AssistantMessage = {
-    id: input.messageId,
-    sessionId: f.sessionId,
-    seq: 0, // the statement's seq, set below
-    role: 'assistant',
-    time: { created: input.now },
-    parentId: input.parentId,
-    model: input.model,
-    agent: input.agent,
-    step: input.step,
-  };
+  const { info, stored } = assistantInfoOf(f, input);
   const statusSet =
     input.status !== undefined
       ? sql`, "status" = ${input.status}, "status_detail" = null, "error" = null`
@@ -69,7 +59,7 @@ export async function startAssistantStep(
     ),
     m as (
       insert into messages (id, tenant_id, session_id, seq, role, info)
-      select ${info.id}, ${f.tenantId}, ${f.sessionId}, f.last_seq, 'assistant', ${toJson(messageInfo(info))}::jsonb
+      select ${info.id}, ${f.tenantId}, ${f.sessionId}, f.last_seq, 'assistant', ${toJson(stored)}::jsonb
       from f
       on conflict (id) do nothing
       returning id, tenant_id, session_id
@@ -88,8 +78,40 @@ export async function startAssistantStep(
     from f`.execute(db);
   const row = rows[0];
   if (!row) throw await staleFenceError(db, f);
-  if (row.inserted === 0) {
-    // A concurrent insert won the (fresh) id: as createAssistantMessage, return that row.
+  return startedOrExisting(db, f, input, { last_seq: row.last_seq, inserted: row.inserted > 0 });
+}
+
+/** The step's assistant message (seq 0 until the statement's), and its stored `info` column. */
+export function assistantInfoOf(
+  f: Fence,
+  input: StartAssistantStepInput,
+): { info: AssistantMessage; stored: ReturnType<typeof messageInfo> } {
+  const info: AssistantMessage = {
+    id: input.messageId,
+    sessionId: f.sessionId,
+    seq: 0, // the statement's seq, set by startedOrExisting
+    role: 'assistant',
+    time: { created: input.now },
+    parentId: input.parentId,
+    model: input.model,
+    agent: input.agent,
+    step: input.step,
+  };
+  return { info, stored: messageInfo(info) };
+}
+
+/**
+ * The started message once the fence check matched: the one written, or, when a concurrent insert
+ * won the (fresh) id, as createAssistantMessage, that row.
+ */
+export async function startedOrExisting(
+  db: Db,
+  f: Fence,
+  input: StartAssistantStepInput,
+  row: { last_seq: number; inserted: boolean },
+): Promise<AssistantMessage> {
+  const { info } = assistantInfoOf(f, input);
+  if (!row.inserted) {
     const existing = (await getMessage(db, f.tenantId, f.sessionId, info.id))?.info;
     if (existing?.role !== 'assistant')
       throw new Error(`message id ${info.id} is taken outside session ${f.sessionId}`);

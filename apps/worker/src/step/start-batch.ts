@@ -1,0 +1,58 @@
+import type { AssistantMessage } from '@loopline/core';
+import {
+  type Db,
+  GroupCommit,
+  type GroupCommitOptions,
+  groupCommitOptions,
+  type StepStart,
+  startAssistantStep,
+  startAssistantSteps,
+} from '@loopline/db';
+
+// Group commit of step starts (docs/decisions.md D40). A model step opens with one statement (the
+// fence check, the assistant message, its step-start, the ledger row: the crash marker of
+// docs/durability.md §5). With many sessions in flight those statements, a socket write and a
+// commit each, queue for the worker's connections; at most `concurrency` run at once, and the
+// starts that arrive meanwhile go together in the next one (db startAssistantSteps), each with its
+// own fence check: a stale start fails alone with StaleFenceError, exactly as on its own. Alone, a
+// start is written at once by its single statement.
+
+export const DEFAULT_START_BATCH: GroupCommitOptions = { concurrency: 4, maxBatch: 64 };
+
+export type StepStarts = GroupCommit<StepStart, AssistantMessage>;
+
+/** The worker's step-start group commit on `db`. `onStatement`: told the starts of every statement. */
+export function createStepStarts(
+  db: Db,
+  opts: Partial<GroupCommitOptions> = DEFAULT_START_BATCH,
+  onStatement?: (starts: number) => void,
+): StepStarts {
+  return new GroupCommit<StepStart, AssistantMessage>(
+    {
+      key: (s) => s.fence.sessionId,
+      one: (s) => startAssistantStep(db, s.fence, s.input),
+      many: (starts) => startAssistantSteps(db, starts),
+    },
+    groupCommitOptions(opts, DEFAULT_START_BATCH),
+    onStatement,
+  );
+}
+
+// Keyed by the deps object (always the process's one WorkerDeps), as the session cache is.
+const defaults = new WeakMap<object, StepStarts>();
+
+/** `deps.stepStarts` (main.ts sizes it from WORKER_START_*), else one with the defaults per deps object. */
+export function stepStartsOf(deps: {
+  db: Db;
+  stepStarts?: StepStarts | undefined;
+  metrics?: { stepStartBatch(starts: number): void } | undefined;
+}): StepStarts {
+  if (deps.stepStarts) return deps.stepStarts;
+  let starts = defaults.get(deps);
+  if (!starts) {
+    const metrics = deps.metrics;
+    starts = createStepStarts(deps.db, DEFAULT_START_BATCH, metrics && ((n) => metrics.stepStartBatch(n)));
+    defaults.set(deps, starts);
+  }
+  return starts;
+}

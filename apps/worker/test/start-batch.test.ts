@@ -1,0 +1,92 @@
+import { newId } from '@loopline/core';
+import {
+  acquireFence,
+  type Fence,
+  listSteps,
+  loadHistory,
+  StaleFenceError,
+  type StepStart,
+} from '@loopline/db';
+import { describe, expect } from 'vitest';
+import { pgTest as test } from '../../../packages/testkit/src/fixtures.ts';
+import { makeSessions } from '../../../packages/testkit/src/index.ts';
+import { createStepStarts } from '../src/step/start-batch.ts';
+
+// The worker's group commit of step starts on real PostgreSQL: starts that would queue for a
+// statement slot go in one statement together, each with its own fence check; a stale start fails
+// alone with StaleFenceError, and a session's second start waits for a later statement.
+
+function start(f: Fence, step: number): StepStart {
+  const messageId = newId('msg');
+  return {
+    fence: f,
+    input: {
+      messageId,
+      parentId: 'msg_parent',
+      model: 'compatible/mock',
+      agent: 'build',
+      step,
+      now: Date.now(),
+      parts: [{ id: newId('prt'), sessionId: f.sessionId, messageId, tokens: 0, type: 'step-start' }],
+      status: 'running',
+      stepRow: { id: newId('stp'), jobId: `job-${step}`, attempt: 1 },
+    },
+  };
+}
+
+describe('step-start group commit', () => {
+  test('queued starts share a statement; each is fenced on its own; one start per session per batch', async ({
+    pg,
+  }) => {
+    const { tenantId, ids } = await makeSessions(pg.db, 12);
+    const fences: Fence[] = [];
+    for (const sessionId of ids)
+      fences.push({ tenantId, sessionId, fence: await acquireFence(pg.db, tenantId, sessionId) });
+    // Session 5 has a newer runner: its start must fail alone.
+    await acquireFence(pg.db, tenantId, ids[5]!);
+    const sizes: number[] = [];
+    const starts = createStepStarts(pg.db, { concurrency: 1, maxBatch: 64 }, (n) => sizes.push(n));
+    const results = await Promise.allSettled([
+      ...fences.map((f) => starts.submit(start(f, 1))),
+      // A second start of session 0 in the same tick: behind its first, in a later statement.
+      starts.submit(start(fences[0]!, 2)),
+    ]);
+    expect(starts.stats.largest).toBeGreaterThan(1);
+    expect(sizes.reduce((a, b) => a + b, 0)).toBe(13);
+    for (const [i, r] of results.entries()) {
+      if (i === 5) {
+        expect(r.status).toBe('rejected');
+        expect((r as PromiseRejectedResult).reason).toBeInstanceOf(StaleFenceError);
+        continue;
+      }
+      expect(r.status).toBe('fulfilled');
+    }
+    for (const [i, sessionId] of ids.entries()) {
+      const history = await loadHistory(pg.db, tenantId, sessionId);
+      const steps = await listSteps(pg.db, tenantId, sessionId);
+      if (i === 5) {
+        expect(history).toEqual([]);
+        expect(steps).toEqual([]);
+        continue;
+      }
+      const expected = i === 0 ? [1, 2] : [1];
+      expect(history.map((m) => m.info.seq)).toEqual(expected);
+      expect(history.map((m) => (m.info.role === 'assistant' ? m.info.step : 0))).toEqual(expected);
+      expect(history.every((m) => m.parts.map((p) => p.type).join() === 'step-start')).toBe(true);
+      expect(steps.map((s) => s.step)).toEqual(expected);
+    }
+  });
+
+  test('batching off (maxBatch 1): every start is its own statement', async ({ pg }) => {
+    const { tenantId, ids } = await makeSessions(pg.db, 4);
+    const sizes: number[] = [];
+    const starts = createStepStarts(pg.db, { concurrency: 1, maxBatch: 1 }, (n) => sizes.push(n));
+    await Promise.all(
+      ids.map(async (sessionId) => {
+        const f = { tenantId, sessionId, fence: await acquireFence(pg.db, tenantId, sessionId) };
+        return starts.submit(start(f, 1));
+      }),
+    );
+    expect(sizes).toEqual([1, 1, 1, 1]);
+  });
+});
