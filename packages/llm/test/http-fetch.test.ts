@@ -47,6 +47,9 @@ beforeAll(async () => {
       } else if (req.url === '/slow-body') {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         res.write('data: first\n\n');
+      } else if (req.url === '/hold') {
+        // Answers after a while, so a burst of calls is in flight at once.
+        setTimeout(() => res.end('{}'), 100);
       } else if (req.url === '/empty') {
         res.writeHead(204);
         res.end();
@@ -120,6 +123,23 @@ describe('httpFetch', () => {
     sockets.clear();
     for (let i = 0; i < 3; i++) await text(await httpFetch(`${base}/json`, { method: 'POST', body: 'x' }));
     expect(sockets.size).toBe(1);
+  });
+
+  it('keeps every connection of a burst above 256 calls for the next burst (no new connections)', async () => {
+    // node's agents keep 256 idle sockets by default and close the rest: a worker with more model
+    // calls in flight would reconnect (on https: a TLS handshake) for most of them.
+    sockets.clear();
+    const burst = () =>
+      Promise.all(
+        Array.from({ length: 300 }, async () =>
+          text(await httpFetch(`${base}/hold`, { method: 'POST', body: 'x' })),
+        ),
+      );
+    await burst();
+    const first = sockets.size;
+    expect(first).toBeGreaterThan(256);
+    await burst();
+    expect(sockets.size).toBe(first);
   });
 
   it('a refused connection is TypeError("fetch failed") with the network code on its cause', async () => {
