@@ -1,38 +1,20 @@
-import { newId } from '@loopline/core';
 import {
   acquireFence,
   type Fence,
   listSteps,
   loadHistory,
   StaleFenceError,
-  type StepStart,
 } from '@loopline/db';
 import { describe, expect } from 'vitest';
 import { pgTest as test } from '../../../packages/testkit/src/fixtures.ts';
-import { makeSessions } from '../../../packages/testkit/src/index.ts';
+import { makeSessions, makeStepStart } from '../../../packages/testkit/src/index.ts';
 import { createStepStarts } from '../src/step/start-batch.ts';
 
 // The worker's group commit of step starts on real PostgreSQL: starts that would queue for a
 // statement slot go in one statement together, each with its own fence check; a stale start fails
 // alone with StaleFenceError, and a session's second start waits for a later statement.
 
-function start(f: Fence, step: number): StepStart {
-  const messageId = newId('msg');
-  return {
-    fence: f,
-    input: {
-      messageId,
-      parentId: 'msg_parent',
-      model: 'compatible/mock',
-      agent: 'build',
-      step,
-      now: Date.now(),
-      parts: [{ id: newId('prt'), sessionId: f.sessionId, messageId, tokens: 0, type: 'step-start' }],
-      status: 'running',
-      stepRow: { id: newId('stp'), jobId: `job-${step}`, attempt: 1 },
-    },
-  };
-}
+const start = (f: Fence, step: number) => makeStepStart(f, step, { status: 'running' });
 
 describe('step-start group commit', () => {
   test('queued starts share a statement; each is fenced on its own; one start per session per batch', async ({

@@ -1,7 +1,6 @@
-import { newId, type Part } from '@loopline/core';
 import { describe, expect } from 'vitest';
 import { pgTest as test } from '../../testkit/src/fixtures.ts';
-import { makeSessions, makeSessionWithTenant } from '../../testkit/src/index.ts';
+import { makeSessions, makeSessionWithTenant, makeStepStart } from '../../testkit/src/index.ts';
 import {
   acquireFence,
   type Db,
@@ -10,7 +9,6 @@ import {
   listSteps,
   loadHistory,
   StaleFenceError,
-  type StepStart,
   setSessionStatus,
   startAssistantStep,
   startAssistantSteps,
@@ -19,35 +17,7 @@ import {
 // Several sessions' step starts in one statement (the worker's group commit): per start the
 // outcome of startAssistantStep, the fence of each checked on its own, a stale one writing nothing.
 
-function start(f: Fence, step: number, opts: { status?: 'running'; parts?: number } = {}): StepStart {
-  const messageId = newId('msg');
-  const parts: Part[] = [];
-  for (let i = 0; i < (opts.parts ?? 1); i++)
-    parts.push(
-      i === 0
-        ? { id: newId('prt'), sessionId: f.sessionId, messageId, tokens: 0, type: 'step-start' }
-        : { id: newId('prt'), sessionId: f.sessionId, messageId, tokens: 1, type: 'text', text: `t${i}` },
-    );
-  return {
-    fence: f,
-    input: {
-      messageId,
-      parentId: 'msg_parent',
-      model: 'compatible/mock',
-      agent: 'build',
-      step,
-      now: 1_000 + step,
-      parts,
-      ...(opts.status ? { status: opts.status } : {}),
-      stepRow: {
-        id: newId('stp'),
-        jobId: `job-${f.sessionId}-${step}`,
-        attempt: 1,
-        estimate: { tokens: 10, bound: 12, anchored: false, ratio: 1, margin: 0.2 },
-      },
-    },
-  };
-}
+const start = makeStepStart;
 
 async function fenced(db: Db, tenantId: string, ids: string[]): Promise<Fence[]> {
   const out: Fence[] = [];

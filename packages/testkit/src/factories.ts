@@ -1,12 +1,21 @@
-import { AgentConfig, type AgentConfigInput, ToolConfig, type ToolConfigInput } from '@loopline/core';
+import {
+  AgentConfig,
+  type AgentConfigInput,
+  newId,
+  type Part,
+  ToolConfig,
+  type ToolConfigInput,
+} from '@loopline/core';
 import {
   type AgentInfo,
   createSession,
   createTenant,
   type Db,
+  type Fence,
   putAgent,
   putTool,
   type SessionInfo,
+  type StepStart,
   type TenantInfo,
   type ToolInfo,
 } from '@loopline/db';
@@ -81,4 +90,43 @@ export async function makeSessions(db: Db, n: number): Promise<{ tenantId: strin
   const ids: string[] = [];
   for (let i = 0; i < n; i++) ids.push((await makeSession(db, tenant.id, { agent })).id);
   return { tenantId: tenant.id, ids };
+}
+
+/**
+ * A model step's start for the session under fence `f` (what the worker writes first, db
+ * startAssistantStep): a step-start part, then `parts - 1` small text parts; the ledger row's job
+ * id names the session and step.
+ */
+export function makeStepStart(
+  f: Fence,
+  step: number,
+  opts: { status?: 'running'; parts?: number } = {},
+): StepStart {
+  const messageId = newId('msg');
+  const parts: Part[] = [];
+  for (let i = 0; i < (opts.parts ?? 1); i++)
+    parts.push(
+      i === 0
+        ? { id: newId('prt'), sessionId: f.sessionId, messageId, tokens: 0, type: 'step-start' }
+        : { id: newId('prt'), sessionId: f.sessionId, messageId, tokens: 1, type: 'text', text: `t${i}` },
+    );
+  return {
+    fence: f,
+    input: {
+      messageId,
+      parentId: 'msg_parent',
+      model: 'compatible/mock',
+      agent: 'build',
+      step,
+      now: 1_000 + step,
+      parts,
+      ...(opts.status ? { status: opts.status } : {}),
+      stepRow: {
+        id: newId('stp'),
+        jobId: `job-${f.sessionId}-${step}`,
+        attempt: 1,
+        estimate: { tokens: 10, bound: 12, anchored: false, ratio: 1, margin: 0.2 },
+      },
+    },
+  };
 }

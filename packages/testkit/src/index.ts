@@ -9,6 +9,7 @@ export {
   makeSession,
   makeSessions,
   makeSessionWithTenant,
+  makeStepStart,
   makeTenant,
   makeTool,
 } from './factories.ts';

@@ -2,7 +2,7 @@ import type { SessionStatus } from '@loopline/core';
 import { CompiledQuery } from 'kysely';
 import type { Db } from '../client.ts';
 import { toJson } from '../tables/columns.ts';
-import { partData } from './mappers.ts';
+import { BATCH_PARTS_INSERT, batchParts } from './batch-parts.ts';
 import {
   type AppendAndQueueInput,
   type AppendAndQueueResult,
@@ -54,12 +54,7 @@ function batchStatement(wakeFrom: readonly SessionStatus[], midRunIn: readonly S
       order by s.id
       returning id
     ), p as (
-      insert into parts (id, tenant_id, session_id, message_id, type, data, tokens)
-      select e.v->>'id', i.tenant_id, i.session_id, m.id, e.v->>'type', e.v->'data', (e.v->>'tokens')::int
-      from m join input i on i.message_id = m.id
-      cross join lateral jsonb_array_elements(i.parts) with ordinality as e(v, ord)
-      order by i.session_id, e.ord
-      returning id
+      ${BATCH_PARTS_INSERT}
     )
     select i.ord, s.agent_name, s.status, s.kind, s.last_seq, s.prev_status
     from s join input i on i.session_id = s.id and i.tenant_id = s.tenant_id`;
@@ -93,12 +88,7 @@ export async function appendUserMessagesAndQueue(
     tenant_id: p.input.tenantId,
     message_id: p.id,
     info: p.base,
-    parts: p.parts.map((part) => ({
-      id: part.id,
-      type: part.type,
-      data: partData(part),
-      tokens: part.tokens,
-    })),
+    parts: batchParts(p.parts),
   }));
   const text = batchStatement(inputs[0]!.wakeFrom, inputs[0]!.midRunIn);
   const result = await db.executeQuery<AppendedRow & { ord: number }>(

@@ -3,7 +3,7 @@ import { CompiledQuery } from 'kysely';
 import type { Db } from '../client.ts';
 import { type Fence, staleFenceError } from '../fence.ts';
 import type { Settled } from '../group-commit.ts';
-import { partData } from './mappers.ts';
+import { BATCH_PARTS_INSERT, batchParts } from './batch-parts.ts';
 import {
   assistantInfoOf,
   type StartAssistantStepInput,
@@ -53,12 +53,7 @@ const STATEMENT = `with input as (
     on conflict (id) do nothing
     returning id
   ), p as (
-    insert into parts (id, tenant_id, session_id, message_id, type, data, tokens)
-    select e.v->>'id', i.tenant_id, i.session_id, m.id, e.v->>'type', e.v->'data', (e.v->>'tokens')::int
-    from m join input i on i.message_id = m.id
-    cross join lateral jsonb_array_elements(i.parts) with ordinality as e(v, ord)
-    order by i.session_id, e.ord
-    returning id
+    ${BATCH_PARTS_INSERT}
   ), st as (
     insert into steps (id, tenant_id, session_id, step, kind, job_id, attempt, fence, message_id, estimate)
     select i.step_id, f.tenant_id, f.id, i.step, 'step', i.job_id, i.attempt, i.fence, i.message_id, i.estimate
@@ -99,12 +94,7 @@ export async function startAssistantSteps(
     status: input.status ?? null,
     message_id: input.messageId,
     info: assistantInfoOf(f, input).stored,
-    parts: input.parts.map((part) => ({
-      id: part.id,
-      type: part.type,
-      data: partData(part),
-      tokens: part.tokens,
-    })),
+    parts: batchParts(input.parts),
     step_id: input.stepRow.id,
     job_id: input.stepRow.jobId,
     attempt: input.stepRow.attempt,
