@@ -1,10 +1,4 @@
-import {
-  acquireFence,
-  type Fence,
-  listSteps,
-  loadHistory,
-  StaleFenceError,
-} from '@loopline/db';
+import { acquireFence, type Fence, listSteps, loadHistory, StaleFenceError } from '@loopline/db';
 import { describe, expect } from 'vitest';
 import { pgTest as test } from '../../../packages/testkit/src/fixtures.ts';
 import { makeSessions, makeStepStart } from '../../../packages/testkit/src/index.ts';
