@@ -74,7 +74,7 @@ describe('OpenAPI lint', () => {
   it('lists the error responses each route can answer', () => {
     const errors = (path: string, method: string) =>
       Object.keys(doc.paths[path]![method]!.responses).filter((s) => Number(s) >= 400);
-    expect(errors('/v1/agents', 'get')).toEqual(['401', '429']);
+    expect(errors('/v1/agents', 'get')).toEqual(['400', '401', '429']);
     expect(errors('/v1/sessions/{id}', 'delete')).toEqual(['400', '401', '404', '409', '429']);
     expect(errors('/v1/admin/tenants', 'post')).toEqual(['400', '401', '413', '415']);
     expect(errors('/healthz', 'get')).toEqual([]);

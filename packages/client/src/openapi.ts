@@ -183,7 +183,7 @@ export interface paths {
         };
         /**
          * List agents
-         * @description Every agent of the authenticated tenant, with its stored configuration.
+         * @description The agents of the authenticated tenant by name, with their stored configurations: all of them (at most 500), or with ?limit= pages of that many; pass nextCursor as ?cursor= for the next.
          */
         get: operations["listAgents"];
         put?: never;
@@ -231,7 +231,7 @@ export interface paths {
         };
         /**
          * List tools
-         * @description Every tool of the authenticated tenant (built-in tools such as read_output are not listed).
+         * @description The tools of the authenticated tenant by name (built-in tools such as read_output are not listed): all of them (at most 1,000), or with ?limit= pages of that many; pass nextCursor as ?cursor= for the next.
          */
         get: operations["listTools"];
         put?: never;
@@ -937,7 +937,7 @@ export interface components {
             updatedAt: string;
         };
         /**
-         * @description Every agent of the tenant
+         * @description The tenant's agents by name: all of them, or a page of `limit`
          * @example {
          *       "agents": [
          *         {
@@ -984,11 +984,14 @@ export interface components {
          *           "createdAt": "2026-05-01T09:00:00.000Z",
          *           "updatedAt": "2026-05-01T09:30:00.000Z"
          *         }
-         *       ]
+         *       ],
+         *       "nextCursor": null
          *     }
          */
         AgentList: {
             agents: components["schemas"]["Agent"][];
+            /** @description With limit: pass as ?cursor= for the next page; null on the last page (always null without limit) */
+            nextCursor: string | null;
         };
         /**
          * @description A tool: its name and stored configuration (defaults filled in)
@@ -1062,7 +1065,7 @@ export interface components {
             updatedAt: string;
         };
         /**
-         * @description Every tool of the tenant
+         * @description The tenant's tools by name: all of them, or a page of `limit`
          * @example {
          *       "tools": [
          *         {
@@ -1089,11 +1092,14 @@ export interface components {
          *           "createdAt": "2026-05-01T09:00:00.000Z",
          *           "updatedAt": "2026-05-01T09:00:00.000Z"
          *         }
-         *       ]
+         *       ],
+         *       "nextCursor": null
          *     }
          */
         ToolList: {
             tools: components["schemas"]["Tool"][];
+            /** @description With limit: pass as ?cursor= for the next page; null on the last page (always null without limit) */
+            nextCursor: string | null;
         };
         UserMessage: {
             id: string;
@@ -2840,20 +2846,34 @@ export interface operations {
     };
     listAgents: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page size (1–1000); without it every one is returned (at most the tenant cap: 500 agents, 1,000 tools) */
+                limit?: number;
+                /** @description nextCursor of the previous page (with limit) */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Every agent of the tenant */
+            /** @description The tenant's agents by name: all of them, or a page of `limit` */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["AgentList"];
+                };
+            };
+            /** @description Every error response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
             /** @description Every error response */
@@ -3229,20 +3249,34 @@ export interface operations {
     };
     listTools: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page size (1–1000); without it every one is returned (at most the tenant cap: 500 agents, 1,000 tools) */
+                limit?: number;
+                /** @description nextCursor of the previous page (with limit) */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Every tool of the tenant */
+            /** @description The tenant's tools by name: all of them, or a page of `limit` */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ToolList"];
+                };
+            };
+            /** @description Every error response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
             /** @description Every error response */

@@ -125,7 +125,7 @@ export {
   updateMessageInfo,
   userMessagesAfter,
 } from './repo/messages.ts';
-export type { NamedConfig } from './repo/named-configs.ts';
+export type { NamedConfig, NamedConfigPage } from './repo/named-configs.ts';
 export {
   getSessionAnyTenant,
   type ListSessionsAllTenantsOptions,

@@ -1,13 +1,14 @@
-import type { Db, NamedConfig } from '@loopline/db';
+import type { Db, NamedConfig, NamedConfigPage } from '@loopline/db';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
 import { tenantOf } from '../plugins/auth.ts';
-import { DeletedDefinition, NameParam, withErrors } from '../schemas/shared.ts';
+import { DeletedDefinition, NamedListQuery, NameParam, withErrors } from '../schemas/shared.ts';
 import { notFound } from './http-error.ts';
 import { iso, isValidName } from './sessions.ts';
 
 // The read and delete routes of a tenant's named configurations, agents and tools alike: GET
-// /<plural>/:name, GET /<plural>, DELETE /<plural>/:name. Each kind brings its store functions,
+// /<plural>/:name, GET /<plural> (all, or pages by name with ?limit and ?cursor), DELETE
+// /<plural>/:name. Each kind brings its store functions,
 // its schemas and its words; PUT stays with the kind (what it checks and seals differs).
 
 type App = Parameters<FastifyPluginAsyncZod>[0];
@@ -21,7 +22,7 @@ export interface NamedConfigRoutes<C> {
   view: z.ZodType;
   list: z.ZodType;
   get: (db: Db, tenantId: string, name: string) => Promise<NamedConfig<C> | undefined>;
-  all: (db: Db, tenantId: string) => Promise<NamedConfig<C>[]>;
+  all: (db: Db, tenantId: string, page?: NamedConfigPage) => Promise<NamedConfig<C>[]>;
   remove: (db: Db, tenantId: string, name: string) => Promise<boolean>;
   /** Refuses a delete by throwing (a tool that an agent still names). */
   beforeDelete?: (tenantId: string, name: string) => Promise<void>;
@@ -57,8 +58,29 @@ export function namedConfigRoutes<C>(app: App, kind: NamedConfigRoutes<C>): void
 
   app.get(
     `/${kind.plural}`,
-    { schema: { tags, ...kind.docs.list, response: withErrors({ 200: kind.list }) } },
-    async (request) => ({ [kind.plural]: (await kind.all(db, tenantOf(request).id)).map(namedView) }),
+    {
+      schema: {
+        tags,
+        ...kind.docs.list,
+        querystring: NamedListQuery,
+        response: withErrors({ 200: kind.list }),
+      },
+    },
+    async (request) => {
+      const { limit, cursor } = request.query;
+      const tenantId = tenantOf(request).id;
+      if (limit === undefined) {
+        // Everything: a tenant holds at most MAX_AGENTS_PER_TENANT / MAX_TOOLS_PER_TENANT of them.
+        return { [kind.plural]: (await kind.all(db, tenantId)).map(namedView), nextCursor: null };
+      }
+      // One more than the page: whether a next page exists, without a count.
+      const items = await kind.all(db, tenantId, { limit: limit + 1, ...(cursor ? { after: cursor } : {}) });
+      const page = items.slice(0, limit);
+      return {
+        [kind.plural]: page.map(namedView),
+        nextCursor: items.length > limit ? page.at(-1)!.name : null,
+      };
+    },
   );
 
   app.delete(

@@ -129,7 +129,9 @@ export const agentRoutes: FastifyPluginAsyncZod = async (app) => {
       },
       list: {
         summary: 'List agents',
-        description: 'Every agent of the authenticated tenant, with its stored configuration.',
+        description:
+          'The agents of the authenticated tenant by name, with their stored configurations: all of them ' +
+          '(at most 500), or with ?limit= pages of that many; pass nextCursor as ?cursor= for the next.',
       },
       delete: {
         summary: 'Delete an agent',

@@ -99,7 +99,8 @@ export const toolRoutes: FastifyPluginAsyncZod = async (app) => {
       list: {
         summary: 'List tools',
         description:
-          'Every tool of the authenticated tenant (built-in tools such as read_output are not listed).',
+          'The tools of the authenticated tenant by name (built-in tools such as read_output are not listed): ' +
+          'all of them (at most 1,000), or with ?limit= pages of that many; pass nextCursor as ?cursor= for the next.',
       },
       delete: {
         summary: 'Delete a tool',

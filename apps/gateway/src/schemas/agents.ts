@@ -1,6 +1,6 @@
 import { AgentConfig } from '@loopline/core';
 import { z } from 'zod';
-import { Timestamp } from './shared.ts';
+import { NextNameCursor, Timestamp } from './shared.ts';
 
 // Schemas of the agent routes (routes/agents.ts): PUT body, the stored agent and the list.
 
@@ -49,6 +49,6 @@ export const AgentView = z
   .describe('An agent: its name and stored configuration (defaults filled in)')
   .meta({ example: EXAMPLE_AGENT });
 export const AgentList = z
-  .object({ agents: z.array(AgentView) })
-  .describe('Every agent of the tenant')
-  .meta({ example: { agents: [EXAMPLE_AGENT] } });
+  .object({ agents: z.array(AgentView), nextCursor: NextNameCursor })
+  .describe("The tenant's agents by name: all of them, or a page of `limit`")
+  .meta({ example: { agents: [EXAMPLE_AGENT], nextCursor: null } });

@@ -38,6 +38,29 @@ export const ID_PATTERN = /^[a-zA-Z0-9_-]{1,128}$/;
 export const NameParam = z.object({
   name: z.string().describe('Agent or tool name: letters, digits, "_" and "-", 1–64 characters'),
 });
+/** GET /v1/agents and /v1/tools: all of them (bounded by the tenant caps), or pages by name. */
+export const NamedListQuery = z.object({
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1000)
+    .optional()
+    .describe(
+      'Page size (1–1000); without it every one is returned (at most the tenant cap: 500 agents, 1,000 tools)',
+    ),
+  cursor: z
+    .string()
+    .regex(NAME_PATTERN, 'cursor must be the nextCursor of the previous page')
+    .optional()
+    .describe('nextCursor of the previous page (with limit)'),
+});
+export const NextNameCursor = z
+  .string()
+  .nullable()
+  .describe(
+    'With limit: pass as ?cursor= for the next page; null on the last page (always null without limit)',
+  );
 export const PutNameParam = z.object({
   name: z
     .string()

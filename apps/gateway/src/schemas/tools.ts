@@ -1,6 +1,6 @@
 import { ToolConfig } from '@loopline/core';
 import { z } from 'zod';
-import { Timestamp } from './shared.ts';
+import { NextNameCursor, Timestamp } from './shared.ts';
 
 // Schemas of the tool routes (routes/tools.ts): PUT body (a webhook tool), the stored tool and the list.
 
@@ -56,6 +56,6 @@ export const PutToolView = ToolView.extend({
   .describe('The tool as stored, with its new signing secret when it just got one')
   .meta({ example: { ...EXAMPLE_TOOL, signingSecret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' } });
 export const ToolList = z
-  .object({ tools: z.array(ToolView) })
-  .describe('Every tool of the tenant')
-  .meta({ example: { tools: [EXAMPLE_TOOL] } });
+  .object({ tools: z.array(ToolView), nextCursor: NextNameCursor })
+  .describe("The tenant's tools by name: all of them, or a page of `limit`")
+  .meta({ example: { tools: [EXAMPLE_TOOL], nextCursor: null } });

@@ -8,6 +8,7 @@ import {
   getNamedSecret,
   listNamedConfigs,
   type NamedConfigKind,
+  type NamedConfigPage,
   putNamedConfig,
   withinNamedConfigCap,
 } from './named-configs.ts';
@@ -41,8 +42,8 @@ export function getAgent(db: Db, tenantId: string, name: string): Promise<AgentI
 }
 
 /** The tenant's agents, without their credentials. */
-export function listAgents(db: Db, tenantId: string): Promise<AgentInfo[]> {
-  return listNamedConfigs<AgentConfig>(db, AGENTS, tenantId);
+export function listAgents(db: Db, tenantId: string, page?: NamedConfigPage): Promise<AgentInfo[]> {
+  return listNamedConfigs<AgentConfig>(db, AGENTS, tenantId, undefined, page);
 }
 
 /**

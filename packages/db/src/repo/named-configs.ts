@@ -127,18 +127,30 @@ export async function getNamedConfig<C>(
   return rows[0] ? toNamed<C>(rows[0]) : undefined;
 }
 
-/** The tenant's named configs, by name; with `names`, only those (unknown names are absent). */
+/** A page of a tenant's named configs: at most `limit`, the names after `after` (by name). */
+export interface NamedConfigPage {
+  limit: number;
+  after?: string;
+}
+
+/**
+ * The tenant's named configs, by name; with `names`, only those (unknown names are absent); with
+ * `page`, at most page.limit of them after page.after.
+ */
 export async function listNamedConfigs<C>(
   db: Db,
   kind: NamedConfigKind,
   tenantId: string,
   names?: readonly string[],
+  page?: NamedConfigPage,
 ): Promise<NamedConfig<C>[]> {
   if (names?.length === 0) return [];
   const only = names ? sql`and name = any(${[...names]}::text[])` : sql``;
+  const after = page?.after !== undefined ? sql`and name > ${page.after}` : sql``;
+  const limit = page ? sql`limit ${page.limit}` : sql``;
   const { rows } = await sql<Row>`
     select ${columns(kind)} from ${sql.table(kind.table)}
-    where tenant_id = ${tenantId} ${only} order by name`.execute(db);
+    where tenant_id = ${tenantId} ${only} ${after} order by name ${limit}`.execute(db);
   return rows.map((r) => toNamed<C>(r));
 }
 

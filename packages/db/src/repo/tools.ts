@@ -8,6 +8,7 @@ import {
   getNamedSecret,
   listNamedConfigs,
   type NamedConfigKind,
+  type NamedConfigPage,
   putNamedConfig,
   withinNamedConfigCap,
 } from './named-configs.ts';
@@ -57,8 +58,8 @@ export function getTool(db: Db, tenantId: string, name: string): Promise<ToolInf
 }
 
 /** The tenant's tools, without their signing secrets. */
-export function listTools(db: Db, tenantId: string): Promise<ToolInfo[]> {
-  return listNamedConfigs<ToolConfig>(db, TOOLS, tenantId);
+export function listTools(db: Db, tenantId: string, page?: NamedConfigPage): Promise<ToolInfo[]> {
+  return listNamedConfigs<ToolConfig>(db, TOOLS, tenantId, undefined, page);
 }
 
 /** The named tools that exist (unknown names are simply absent), ordered by name. */
