@@ -8,8 +8,8 @@ import { iso, isValidName } from './sessions.ts';
 
 // The read and delete routes of a tenant's named configurations, agents and tools alike: GET
 // /<plural>/:name, GET /<plural> (all, or pages by name with ?limit and ?cursor), DELETE
-// /<plural>/:name. Each kind brings its store functions,
-// its schemas and its words; PUT stays with the kind (what it checks and seals differs).
+// /<plural>/:name. Each kind brings its store functions, its schemas and its words; PUT stays
+// with the kind (what it checks and seals differs).
 
 type App = Parameters<FastifyPluginAsyncZod>[0];
 type Docs = { summary: string; description: string };

@@ -105,8 +105,9 @@ export async function callModel(
     linger: DELTA_LINGER_MS,
   });
   // One statement (db startAssistantStep; under load shared with other sessions' starts,
-  // step/start-batch.ts): fence, seq, step count, status, message, step-start, ledger row. Its events wait for the first delta or the next write (docs/durability.md §9; the
-  // finally publishes what is left). Writing `running` again clears a provider retry's detail.
+  // step/start-batch.ts): fence, seq, step count, status, message, step-start, ledger row. Its
+  // events wait for the first delta or the next write (docs/durability.md §9; the finally
+  // publishes what is left). Writing `running` again clears a provider retry's detail.
   const starting = session.status !== 'running' || Boolean(session.statusDetail);
   const stepStart: Part = { id: newId('prt'), sessionId, messageId, tokens: 0, type: 'step-start' };
   const assistant = await stepStartsOf(deps).submit({

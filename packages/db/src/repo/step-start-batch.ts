@@ -85,6 +85,7 @@ export async function startAssistantSteps(
   }
   if (new Set(starts.map((s) => s.fence.sessionId)).size !== starts.length)
     throw new TypeError('a batch of step starts holds one start per session');
+  const infos = starts.map(({ fence: f, input }) => assistantInfoOf(f, input));
   const rows = starts.map(({ fence: f, input }, ord) => ({
     ord,
     session_id: f.sessionId,
@@ -93,7 +94,7 @@ export async function startAssistantSteps(
     step: input.step,
     status: input.status ?? null,
     message_id: input.messageId,
-    info: assistantInfoOf(f, input).stored,
+    info: infos[ord]!.stored,
     parts: batchParts(input.parts),
     step_id: input.stepRow.id,
     job_id: input.stepRow.jobId,
@@ -105,11 +106,11 @@ export async function startAssistantSteps(
   );
   const byOrd = new Map(done.map((r) => [r.ord, r]));
   return Promise.all(
-    starts.map(async ({ fence: f, input }, ord): Promise<Settled<AssistantMessage>> => {
+    starts.map(async ({ fence: f }, ord): Promise<Settled<AssistantMessage>> => {
       const row = byOrd.get(ord);
       try {
         if (!row) throw await staleFenceError(db, f);
-        return { value: await startedOrExisting(db, f, input, row) };
+        return { value: await startedOrExisting(db, f, infos[ord]!.info, row) };
       } catch (error) {
         return { error };
       }

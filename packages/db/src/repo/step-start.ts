@@ -78,7 +78,7 @@ export async function startAssistantStep(
     from f`.execute(db);
   const row = rows[0];
   if (!row) throw await staleFenceError(db, f);
-  return startedOrExisting(db, f, input, { last_seq: row.last_seq, inserted: row.inserted > 0 });
+  return startedOrExisting(db, f, info, { last_seq: row.last_seq, inserted: row.inserted > 0 });
 }
 
 /** The step's assistant message (seq 0 until the statement's), and its stored `info` column. */
@@ -107,10 +107,10 @@ export function assistantInfoOf(
 export async function startedOrExisting(
   db: Db,
   f: Fence,
-  input: StartAssistantStepInput,
+  /** assistantInfoOf's message (seq 0). */
+  info: AssistantMessage,
   row: { last_seq: number; inserted: boolean },
 ): Promise<AssistantMessage> {
-  const { info } = assistantInfoOf(f, input);
   if (!row.inserted) {
     const existing = (await getMessage(db, f.tenantId, f.sessionId, info.id))?.info;
     if (existing?.role !== 'assistant')
