@@ -81,6 +81,13 @@ describe('listing agents and tools', () => {
     expect(first.json()).toMatchObject({ nextCursor: 't2' });
   });
 
+  it('a cursor without limit: every one after it', async () => {
+    const res = await list('/v1/agents?cursor=charlie');
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().agents.map((a: { name: string }) => a.name)).toEqual(['delta', 'echo']);
+    expect(res.json().nextCursor).toBeNull();
+  });
+
   it("another tenant's configs never appear, in a list or a page", async () => {
     const page = await list('/v1/agents?limit=10&cursor=bravo');
     expect(page.json().agents.map((a: { name: string }) => a.name)).toEqual(['charlie', 'delta', 'echo']);

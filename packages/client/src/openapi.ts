@@ -2849,7 +2849,7 @@ export interface operations {
             query?: {
                 /** @description Page size (1–1000); without it every one is returned (at most the tenant cap: 500 agents, 1,000 tools) */
                 limit?: number;
-                /** @description nextCursor of the previous page (with limit) */
+                /** @description nextCursor of the previous page: the names after it (with limit, a page of them) */
                 cursor?: string;
             };
             header?: never;
@@ -3252,7 +3252,7 @@ export interface operations {
             query?: {
                 /** @description Page size (1–1000); without it every one is returned (at most the tenant cap: 500 agents, 1,000 tools) */
                 limit?: number;
-                /** @description nextCursor of the previous page (with limit) */
+                /** @description nextCursor of the previous page: the names after it (with limit, a page of them) */
                 cursor?: string;
             };
             header?: never;

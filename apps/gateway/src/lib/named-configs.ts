@@ -68,18 +68,15 @@ export function namedConfigRoutes<C>(app: App, kind: NamedConfigRoutes<C>): void
     },
     async (request) => {
       const { limit, cursor } = request.query;
-      const tenantId = tenantOf(request).id;
-      if (limit === undefined) {
-        // Everything: a tenant holds at most MAX_AGENTS_PER_TENANT / MAX_TOOLS_PER_TENANT of them.
-        return { [kind.plural]: (await kind.all(db, tenantId)).map(namedView), nextCursor: null };
-      }
-      // One more than the page: whether a next page exists, without a count.
-      const items = await kind.all(db, tenantId, { limit: limit + 1, ...(cursor ? { after: cursor } : {}) });
-      const page = items.slice(0, limit);
-      return {
-        [kind.plural]: page.map(namedView),
-        nextCursor: items.length > limit ? page.at(-1)!.name : null,
-      };
+      // Without limit every one (after the cursor): a tenant holds at most MAX_AGENTS_PER_TENANT /
+      // MAX_TOOLS_PER_TENANT of them. With it, one more than the page: whether a next page exists.
+      const items = await kind.all(db, tenantOf(request).id, {
+        ...(limit !== undefined ? { limit: limit + 1 } : {}),
+        ...(cursor ? { after: cursor } : {}),
+      });
+      const more = limit !== undefined && items.length > limit;
+      const page = more ? items.slice(0, limit) : items;
+      return { [kind.plural]: page.map(namedView), nextCursor: more ? page.at(-1)!.name : null };
     },
   );
 

@@ -53,7 +53,7 @@ export const NamedListQuery = z.object({
     .string()
     .regex(NAME_PATTERN, 'cursor must be the nextCursor of the previous page')
     .optional()
-    .describe('nextCursor of the previous page (with limit)'),
+    .describe('nextCursor of the previous page: the names after it (with limit, a page of them)'),
 });
 export const NextNameCursor = z
   .string()

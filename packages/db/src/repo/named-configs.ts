@@ -127,15 +127,15 @@ export async function getNamedConfig<C>(
   return rows[0] ? toNamed<C>(rows[0]) : undefined;
 }
 
-/** A page of a tenant's named configs: at most `limit`, the names after `after` (by name). */
+/** A page of a tenant's named configs by name: the names after `after`, at most `limit` of them. */
 export interface NamedConfigPage {
-  limit: number;
+  limit?: number;
   after?: string;
 }
 
 /**
  * The tenant's named configs, by name; with `names`, only those (unknown names are absent); with
- * `page`, at most page.limit of them after page.after.
+ * `page`, those after page.after, at most page.limit of them.
  */
 export async function listNamedConfigs<C>(
   db: Db,
@@ -147,7 +147,7 @@ export async function listNamedConfigs<C>(
   if (names?.length === 0) return [];
   const only = names ? sql`and name = any(${[...names]}::text[])` : sql``;
   const after = page?.after !== undefined ? sql`and name > ${page.after}` : sql``;
-  const limit = page ? sql`limit ${page.limit}` : sql``;
+  const limit = page?.limit !== undefined ? sql`limit ${page.limit}` : sql``;
   const { rows } = await sql<Row>`
     select ${columns(kind)} from ${sql.table(kind.table)}
     where tenant_id = ${tenantId} ${only} ${after} order by name ${limit}`.execute(db);
