@@ -2,7 +2,8 @@ import { acquireFence, type Fence, listSteps, loadHistory, StaleFenceError } fro
 import { describe, expect } from 'vitest';
 import { pgTest as test } from '../../../packages/testkit/src/fixtures.ts';
 import { makeSessions, makeStepStart } from '../../../packages/testkit/src/index.ts';
-import { createStepStarts } from '../src/step/start-batch.ts';
+import { createWorkerMetrics } from '../src/metrics.ts';
+import { createStepStarts, stepStartsOf } from '../src/step/start-batch.ts';
 
 // The worker's group commit of step starts on real PostgreSQL: starts that would queue for a
 // statement slot go in one statement together, each with its own fence check; a stale start fails
@@ -64,5 +65,31 @@ describe('step-start group commit', () => {
       }),
     );
     expect(sizes).toEqual([1, 1, 1, 1]);
+  });
+
+  test("a worker's default group commit reports each statement's starts in loopline_step_start_batch_starts", async ({
+    pg,
+  }) => {
+    const { tenantId, ids } = await makeSessions(pg.db, 6);
+    const metrics = createWorkerMetrics({ defaultMetrics: false });
+    const deps = { db: pg.db, metrics };
+    const fences = await Promise.all(
+      ids.map(async (sessionId) => ({
+        tenantId,
+        sessionId,
+        fence: await acquireFence(pg.db, tenantId, sessionId),
+      })),
+    );
+    // The same group commit for every step of this deps object.
+    expect(stepStartsOf(deps)).toBe(stepStartsOf(deps));
+    await Promise.all(fences.map((f) => stepStartsOf(deps).submit(start(f, 1))));
+    const metric = (await metrics.registry.getMetricsAsJSON()).find(
+      (m) => m.name === 'loopline_step_start_batch_starts',
+    );
+    const series = (metric?.values ?? []) as Array<{ metricName?: string; value: number }>;
+    const read = (name: string) => series.find((v) => v.metricName === name)?.value;
+    expect(read('loopline_step_start_batch_starts_sum')).toBe(6);
+    // One statement at a time by default: the starts that queued behind the first went together.
+    expect(read('loopline_step_start_batch_starts_count')).toBeLessThan(6);
   });
 });
