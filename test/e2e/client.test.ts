@@ -157,6 +157,29 @@ describe('@loopline/client', () => {
     expect(gone).toMatchObject({ status: 404, code: 'not_found' });
   });
 
+  it('pages agents and tools by name; a bad page size is a typed 400', async () => {
+    for (const name of ['pager_a', 'pager_b', 'pager_c'])
+      await ll.agents.put(name, { model: 'compatible/mock' });
+    const all = (await ll.agents.list()).map((a) => a.name);
+    const walked: string[] = [];
+    let cursor: string | null | undefined;
+    do {
+      const page = await ll.agents.page({ limit: 2, ...(cursor ? { cursor } : {}) });
+      expect(page.agents.length).toBeLessThanOrEqual(2);
+      walked.push(...page.agents.map((a) => a.name));
+      cursor = page.nextCursor;
+    } while (cursor);
+    expect(walked).toEqual(all);
+    const tools = await ll.tools.page({ limit: 1 });
+    expect(tools.tools.map((t) => t.name)).toEqual(['pick_colour']);
+    expect(tools.nextCursor).toBeNull(); // the page ended on the last tool
+    expect(await ll.tools.page({ cursor: 'pick_colour' })).toEqual({ tools: [], nextCursor: null });
+    await expect(ll.agents.page({ limit: 0 })).rejects.toMatchObject({
+      status: 400,
+      code: 'validation_error',
+    });
+  });
+
   it('throws typed errors carrying the problem body', async () => {
     const err = await ll.agents.put('bad name!', { model: 'compatible/mock' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(LooplineError);

@@ -16,6 +16,7 @@ import { MODEL_CALL_TIMEOUT_MS } from './deps.ts';
 import { defaultFairness } from './fairness/options.ts';
 import { DEFAULT_HEAP_GROWTH_PERCENT } from './heap.ts';
 import { defaultSessionCache } from './session-cache.ts';
+import { DEFAULT_FENCE_BATCH } from './step/fence-batch.ts';
 import { DEFAULT_START_BATCH } from './step/start-batch.ts';
 import { defaultWorkerOptions } from './worker.ts';
 
@@ -177,6 +178,20 @@ export const startBatchEnv = z.object({
   ),
 });
 
+/** The group commit of step fences (step/fence-batch.ts). */
+export const fenceBatchEnv = z.object({
+  WORKER_FENCE_CONCURRENCY: envInt(
+    DEFAULT_FENCE_BATCH.concurrency,
+    "step-fence statements (the fence with the cached log's changes) a worker runs at once; fences that arrive while they are all busy are taken together in the next one",
+    { min: 1, max: 1_000 },
+  ),
+  WORKER_FENCE_BATCH_MAX: envInt(
+    DEFAULT_FENCE_BATCH.maxBatch,
+    'step fences taken in one statement at most (1 = each on its own)',
+    { min: 1, max: 1_000 },
+  ),
+});
+
 /** V8 heap sizing of the worker process (heap.ts). */
 export const workerHeapEnv = z.object({
   WORKER_HEAP_GROWTH_PERCENT: envInt(
@@ -214,6 +229,7 @@ export const workerEnv = z.object({
   ...webhookEnv.shape,
   ...sessionCacheEnv.shape,
   ...startBatchEnv.shape,
+  ...fenceBatchEnv.shape,
   ...workerHeapEnv.shape,
   ...workerMetricsEnv.shape,
   ...tracingEnv.shape,

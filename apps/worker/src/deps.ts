@@ -8,6 +8,7 @@ import type { WorkerEgress } from './egress.ts';
 import type { FairnessOptions } from './fairness/options.ts';
 import type { WorkerMetrics } from './metrics.ts';
 import type { SessionCache } from './session-cache.ts';
+import type { StepFences } from './step/fence-batch.ts';
 import type { StepStarts } from './step/start-batch.ts';
 
 /** LOOPLINE_MODEL_CALL_TIMEOUT_MS's default: 30 minutes for one model call, start to finish. */
@@ -81,6 +82,11 @@ export interface WorkerDeps {
    * object; main.ts sizes it from WORKER_START_CONCURRENCY and WORKER_START_BATCH_MAX.
    */
   stepStarts?: StepStarts;
+  /**
+   * The group commit of step fences (step/fence-batch.ts). Absent → one with the defaults per deps
+   * object; main.ts sizes it from WORKER_FENCE_CONCURRENCY and WORKER_FENCE_BATCH_MAX.
+   */
+  stepFences?: StepFences;
 }
 
 /** PostgreSQL. */
@@ -111,5 +117,5 @@ export type LeaseTimings = Pick<WorkerDeps, 'lockTtlMs' | 'lockRetryMs'>;
 export type TurnLimits = Pick<WorkerDeps, 'maxProviderRetries' | 'maxInterruptedSteps'>;
 /** Whether title jobs run. */
 export type Titles = Pick<WorkerDeps, 'titles'>;
-/** The per-worker session cache setting (session-context.ts sessionCacheOf). */
-export type CacheDeps = Pick<WorkerDeps, 'sessionCache'>;
+/** The per-worker session cache (session-context.ts sessionCacheOf) and the fences that read its changes. */
+export type CacheDeps = Pick<WorkerDeps, 'sessionCache' | 'stepFences'>;

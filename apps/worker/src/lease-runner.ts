@@ -1,5 +1,4 @@
 import {
-  acquireFenceWithChanges,
   acquireFenceWithSession,
   acquireFenceWithSnapshot,
   type SessionInfo,
@@ -23,6 +22,7 @@ import type {
 import type { PrefetchedChanges } from './session-cache.ts';
 import { sessionCacheOf } from './session-context.ts';
 import { SessionWriter } from './session-writer.ts';
+import { stepFencesOf } from './step/fence-batch.ts';
 
 // What every session job does around its work: the session lock (else the job is delayed, never
 // failed), a fencing token and a fenced writer (docs/durability.md §2, §3). A StaleFenceError or a
@@ -146,9 +146,11 @@ async function takeFence(
   const cache = opts.prefetch ? sessionCacheOf(deps) : undefined;
   const since = cache?.revOf(tenantId, sessionId);
   // Null from either: the row changed while the statement waited for its lock (a writer committed
-  // after its snapshot); the plain fence below, then the log read on its own, is the safe way.
+  // after its snapshot), or, in a batch, another transaction held it; the plain fence below, then
+  // the log read on its own, is the safe way.
   if (since !== undefined) {
-    const taken = await acquireFenceWithChanges(deps.db, tenantId, sessionId, since);
+    // Through the worker's group commit (step/fence-batch.ts): alone at once, else with the others.
+    const taken = await stepFencesOf(deps).submit({ tenantId, sessionId, rev: since });
     if (taken)
       return { fence: taken.fence, session: taken.session, changes: { since, changes: taken.changes } };
   } else if (cache) {

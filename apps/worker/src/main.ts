@@ -16,6 +16,7 @@ import { startMetricsServer } from './metrics-server.ts';
 import { reconcileOptions, startReconciler } from './reconcile.ts';
 import { SessionCache } from './session-cache.ts';
 import { watch } from './session-context.ts';
+import { createStepFences } from './step/fence-batch.ts';
 import { createStepStarts } from './step/start-batch.ts';
 import { defaultWorkerOptions, startWorkers, stopWorkers } from './worker.ts';
 
@@ -87,6 +88,11 @@ export function depsFromEnv(
       db,
       { concurrency: env.WORKER_START_CONCURRENCY, maxBatch: env.WORKER_START_BATCH_MAX },
       (n) => metrics.stepStartBatch(n),
+    ),
+    stepFences: createStepFences(
+      db,
+      { concurrency: env.WORKER_FENCE_CONCURRENCY, maxBatch: env.WORKER_FENCE_BATCH_MAX },
+      (n) => metrics.stepFenceBatch(n),
     ),
   };
 }

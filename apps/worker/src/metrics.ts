@@ -46,6 +46,8 @@ export interface WorkerMetrics {
   watchSessionCache(stats: CacheStats): void;
   /** The starts one step-start statement wrote (step/start-batch.ts: 1 alone, more batched). */
   stepStartBatch(starts: number): void;
+  /** The fences one step-fence statement took (step/fence-batch.ts: 1 alone, more batched). */
+  stepFenceBatch(fences: number): void;
 }
 
 export interface WorkerMetricsOptions {
@@ -192,6 +194,12 @@ export function createWorkerMetrics(opts: WorkerMetricsOptions = {}): WorkerMetr
     labelNames: ['queue', 'cause'] as const,
     registers,
   });
+  const fenceBatch = new Histogram({
+    name: 'loopline_step_fence_batch_fences',
+    help: 'Step fences taken per fence statement (1: alone; more: group-committed while the statements were busy)',
+    buckets: [1, 2, 4, 8, 16, 32, 64],
+    registers,
+  });
   const startBatch = new Histogram({
     name: 'loopline_step_start_batch_starts',
     help: 'Step starts written per start statement (1: alone; more: group-committed while the statements were busy)',
@@ -300,6 +308,9 @@ export function createWorkerMetrics(opts: WorkerMetricsOptions = {}): WorkerMetr
     },
     stepStartBatch(starts) {
       startBatch.observe(starts);
+    },
+    stepFenceBatch(fences) {
+      fenceBatch.observe(fences);
     },
   };
 }

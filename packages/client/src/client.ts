@@ -249,13 +249,21 @@ export function createLoopline(options: LooplineOptions) {
       put: (name: string, config: AgentInput) =>
         json<Agent>('PUT', `/v1/agents/${enc(name)}`, { body: config }),
       get: (name: string) => json<Agent>('GET', `/v1/agents/${enc(name)}`),
+      /** Every agent of the tenant (at most 500). */
       list: async () => (await json<Schemas['AgentList']>('GET', '/v1/agents')).agents,
+      /** One page by name: `limit` agents after `cursor` (pass the answer's nextCursor for the next). */
+      page: (query: Query<'listAgents'> = {}) =>
+        json<Schemas['AgentList']>('GET', `/v1/agents${queryString(query)}`),
       delete: (name: string) => json<Schemas['DeletedDefinition']>('DELETE', `/v1/agents/${enc(name)}`),
     },
     tools: {
       put: (name: string, config: ToolInput) => json<Tool>('PUT', `/v1/tools/${enc(name)}`, { body: config }),
       get: (name: string) => json<Tool>('GET', `/v1/tools/${enc(name)}`),
+      /** Every tool of the tenant (at most 1,000). */
       list: async () => (await json<Schemas['ToolList']>('GET', '/v1/tools')).tools,
+      /** One page by name: `limit` tools after `cursor` (pass the answer's nextCursor for the next). */
+      page: (query: Query<'listTools'> = {}) =>
+        json<Schemas['ToolList']>('GET', `/v1/tools${queryString(query)}`),
       delete: (name: string) => json<Schemas['DeletedDefinition']>('DELETE', `/v1/tools/${enc(name)}`),
     },
     sessions: {

@@ -77,6 +77,7 @@ export {
   type StartCompactionInput,
   startCompaction,
 } from './repo/compactions.ts';
+export { acquireFencesWithChanges, type FenceRequest } from './repo/fence-batch.ts';
 export {
   type FencedCte,
   fencedStatement,
@@ -89,6 +90,7 @@ export { type LoadHistoryOptions, loadHistory } from './repo/history.ts';
 export {
   acquireFenceWithChanges,
   acquireFenceWithSnapshot,
+  type FenceWithChanges,
   type HistoryChanges,
   type HistorySnapshot,
   historyChangesSince,

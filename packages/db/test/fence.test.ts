@@ -1,9 +1,10 @@
 import { LooplineError } from '@loopline/core';
 import { describe, expect } from 'vitest';
 import { pgTest as test } from '../../testkit/src/fixtures.ts';
-import { lockWaiters, makeSessionWithTenant, until } from '../../testkit/src/index.ts';
+import { lockWaiters, makeSessions, makeSessionWithTenant, until } from '../../testkit/src/index.ts';
 import {
   acquireFence,
+  acquireFencesWithChanges,
   acquireFenceWithChanges,
   acquireFenceWithSession,
   acquireFenceWithSnapshot,
@@ -337,5 +338,84 @@ describe('fence', () => {
     expect(history[0]!.parts.map((p) => p.type)).toEqual(['text', 'file']);
     expect(history[0]).toEqual(first!.message);
     expect((await getSession(pg.db, tenant.id, session.id))?.lastSeq).toBe(3);
+  });
+});
+
+describe('acquireFencesWithChanges (group commit of step fences)', () => {
+  test("each session's outcome is the single statement's: fence + 1, the row, the changes since its revision", async ({
+    pg,
+  }) => {
+    const { tenantId, ids } = await makeSessions(pg.db, 4);
+    const revs: number[] = [];
+    for (const [i, id] of ids.entries()) {
+      await appendText(pg.db, tenantId, id, [`first of ${i}`]);
+      revs.push((await loadHistorySnapshot(pg.db, tenantId, id, null))!.rev);
+      // Different amounts of news per session (none for the last).
+      for (let k = 0; k < 3 - i; k++) await appendText(pg.db, tenantId, id, [`news ${k}`, `more ${k}`]);
+    }
+    const before = await Promise.all(ids.map((id) => currentFence(pg.db, tenantId, id)));
+    const expected = await Promise.all(
+      ids.map((id, i) => historyChangesSince(pg.db, tenantId, id, revs[i]!)),
+    );
+    const results = await acquireFencesWithChanges(
+      pg.db,
+      ids.map((sessionId, i) => ({ tenantId, sessionId, rev: revs[i]! })),
+    );
+    for (const [i, id] of ids.entries()) {
+      const taken = (results[i] as { value: Awaited<ReturnType<typeof acquireFenceWithChanges>> }).value;
+      expect(taken?.fence).toBe(before[i]! + 1);
+      expect(taken?.session).toEqual(await getSession(pg.db, tenantId, id));
+      expect(taken?.changes).toEqual(expected[i]);
+      expect(taken?.changes.messages).toHaveLength(3 - i);
+    }
+  });
+
+  test("another tenant's session answers null and keeps its fence; the others are taken", async ({ pg }) => {
+    const mine = await makeSessions(pg.db, 2);
+    const theirs = await makeSessionWithTenant(pg.db);
+    const results = await acquireFencesWithChanges(pg.db, [
+      { tenantId: mine.tenantId, sessionId: mine.ids[0]!, rev: 0 },
+      { tenantId: mine.tenantId, sessionId: theirs.session.id, rev: 0 },
+      { tenantId: mine.tenantId, sessionId: mine.ids[1]!, rev: 0 },
+    ]);
+    expect(results[1]).toEqual({ value: null });
+    expect(await currentFence(pg.db, theirs.tenant.id, theirs.session.id)).toBe(0);
+    for (const i of [0, 2]) expect((results[i] as { value: { fence: number } }).value.fence).toBe(1);
+  });
+
+  test('a session whose row another transaction holds answers null at once, unbumped; the rest of the batch is taken', async ({
+    pg,
+  }) => {
+    // The holder may be the session's previous runner, frozen mid-transaction: the batch must not
+    // wait for it (the caller takes that one fence alone).
+    const { tenantId, ids } = await makeSessions(pg.db, 3);
+    const old = await acquireFence(pg.db, tenantId, ids[1]!);
+    const snaps = await Promise.all(ids.map((id) => loadHistorySnapshot(pg.db, tenantId, id, null)));
+    const { promise: gate, resolve: release } = Promise.withResolvers<void>();
+    const { promise: inside, resolve: entered } = Promise.withResolvers<void>();
+    const holder = withFence(pg.db, { tenantId, sessionId: ids[1]!, fence: old }, async () => {
+      entered();
+      await gate;
+    });
+    await inside;
+    try {
+      const results = await acquireFencesWithChanges(
+        pg.db,
+        ids.map((sessionId, i) => ({ tenantId, sessionId, rev: snaps[i]!.rev })),
+      );
+      expect(results[1]).toEqual({ value: null });
+      for (const i of [0, 2]) expect((results[i] as { value: { fence: number } }).value.fence).toBe(1);
+    } finally {
+      release();
+      await holder;
+    }
+    expect(await currentFence(pg.db, tenantId, ids[1]!)).toBe(old);
+  });
+
+  test('one fence per session in a batch', async ({ pg }) => {
+    const { tenantId, ids } = await makeSessions(pg.db, 1);
+    const twice = [0, 0].map(() => ({ tenantId, sessionId: ids[0]!, rev: 0 }));
+    await expect(acquireFencesWithChanges(pg.db, twice)).rejects.toBeInstanceOf(TypeError);
+    expect(await currentFence(pg.db, tenantId, ids[0]!)).toBe(0);
   });
 });

@@ -146,7 +146,7 @@ export async function acquireFenceWithChanges(
   tenantId: string,
   sessionId: string,
   rev: number,
-): Promise<{ fence: number; session: SessionInfo; changes: HistoryChanges } | null> {
+): Promise<FenceWithChanges | null> {
   // `xmin = (the snapshot's xmin)`: a row version written after the snapshot (the UPDATE waited and
   // re-checked the newest version, READ COMMITTED) fails the check, so no row is updated.
   const { rows } = await sql<SessionRow & { cm: ChangedMessage[]; cp: ChangedPart[] }>`
@@ -163,7 +163,22 @@ export async function acquireFenceWithChanges(
         from parts where session_id = ${sessionId} and tenant_id = ${tenantId} and rev > ${rev}) as cp
     from f`.execute(db);
   const row = rows[0];
-  if (!row) return null;
+  return row ? fenceWithChangesOf(row, sessionId, rev) : null;
+}
+
+/** What acquireFenceWithChanges returns for a session. */
+export interface FenceWithChanges {
+  fence: number;
+  session: SessionInfo;
+  changes: HistoryChanges;
+}
+
+/** The session row the fence statement returned, with its changed messages and parts (cm, cp). */
+export function fenceWithChangesOf(
+  row: SessionRow & { cm: ChangedMessage[]; cp: ChangedPart[] },
+  sessionId: string,
+  rev: number,
+): FenceWithChanges {
   const { cm, cp, ...sessionRow } = row;
   let max = rev;
   const messages: Message[] = [];
@@ -252,8 +267,15 @@ export async function acquireFenceWithSnapshot(
   return { fence: session.fence, session, snapshot: snapshotOf(snapRows, sessionId, session.lastSeq) };
 }
 
-type ChangedMessage = [id: string, seq: number, info: unknown, reverted: boolean, rev: number];
-type ChangedPart = [id: string, messageId: string, seq: number, data: unknown, tokens: number, rev: number];
+export type ChangedMessage = [id: string, seq: number, info: unknown, reverted: boolean, rev: number];
+export type ChangedPart = [
+  id: string,
+  messageId: string,
+  seq: number,
+  data: unknown,
+  tokens: number,
+  rev: number,
+];
 
 function messageOf(row: Row, sessionId: string): Message {
   return toMessage({

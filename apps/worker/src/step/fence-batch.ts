@@ -1,0 +1,60 @@
+import {
+  acquireFencesWithChanges,
+  acquireFenceWithChanges,
+  type Db,
+  type FenceRequest,
+  type FenceWithChanges,
+  GroupCommit,
+  type GroupCommitOptions,
+  groupCommitOptions,
+} from '@loopline/db';
+
+// Group commit of step fences (docs/decisions.md D41). A step job whose worker holds the session's
+// log opens with one statement: the fence bump with the log's changes since the cached revision
+// (lease-runner.ts). With many sessions stepping, those statements queue for the worker's
+// connections as the starts do (D40); at most `concurrency` run at once, and the fences that
+// arrive meanwhile go together in the next one (db acquireFencesWithChanges). A session whose row
+// is locked by another transaction, or was written meanwhile, answers null there, as the single
+// statement does after a wait: the caller takes that fence on its own. Alone, a fence is taken at
+// once by its single statement.
+
+// As the starts: one statement at a time, so that the fences that queue behind it go together.
+export const DEFAULT_FENCE_BATCH: GroupCommitOptions = { concurrency: 1, maxBatch: 64 };
+
+export type StepFences = GroupCommit<FenceRequest, FenceWithChanges | null>;
+
+/** The worker's step-fence group commit on `db`. `onStatement`: told the fences of every statement. */
+export function createStepFences(
+  db: Db,
+  opts: Partial<GroupCommitOptions> = DEFAULT_FENCE_BATCH,
+  onStatement?: (fences: number) => void,
+): StepFences {
+  return new GroupCommit<FenceRequest, FenceWithChanges | null>(
+    {
+      key: (r) => r.sessionId,
+      one: (r) => acquireFenceWithChanges(db, r.tenantId, r.sessionId, r.rev),
+      many: (requests) => acquireFencesWithChanges(db, requests),
+    },
+    groupCommitOptions(opts, DEFAULT_FENCE_BATCH),
+    onStatement,
+  );
+}
+
+// Keyed by the deps object (always the process's one WorkerDeps), as the session cache is.
+const defaults = new WeakMap<object, StepFences>();
+
+/** `deps.stepFences` (main.ts sizes it from WORKER_FENCE_*), else one with the defaults per deps object. */
+export function stepFencesOf(deps: {
+  db: Db;
+  stepFences?: StepFences | undefined;
+  metrics?: { stepFenceBatch(fences: number): void } | undefined;
+}): StepFences {
+  if (deps.stepFences) return deps.stepFences;
+  let fences = defaults.get(deps);
+  if (!fences) {
+    const metrics = deps.metrics;
+    fences = createStepFences(deps.db, DEFAULT_FENCE_BATCH, metrics && ((n) => metrics.stepFenceBatch(n)));
+    defaults.set(deps, fences);
+  }
+  return fences;
+}

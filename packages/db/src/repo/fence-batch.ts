@@ -1,0 +1,91 @@
+import { CompiledQuery } from 'kysely';
+import type { Db } from '../client.ts';
+import type { Settled } from '../group-commit.ts';
+import type { SessionRow } from '../tables/session.table.ts';
+import {
+  acquireFenceWithChanges,
+  type ChangedMessage,
+  type ChangedPart,
+  type FenceWithChanges,
+  fenceWithChangesOf,
+} from './history-revision.ts';
+
+// Many step jobs' fences, each of its own session, in ONE statement: what acquireFenceWithChanges
+// does for one, done for a batch (the worker's group commit, docs/decisions.md D41). Per session
+// the outcome is the single statement's: the fence goes up only if the row is still the version
+// the statement's snapshot saw (`xmin`), so the changes read from that snapshot are the log as of
+// the row returned. Unlike the single statement, a batch never waits for a row lock: a session
+// whose row another transaction holds is skipped (SKIP LOCKED) and answers null, as a row written
+// meanwhile does, and the caller then takes that fence on its own, waiting alone. Why: the holder
+// may be the session's previous runner, frozen or cut off in the middle of a transaction, and a
+// batch that waited for it would stall every other session's step on this worker with it. A
+// statement that fails fails for all of them (one transaction); the caller retries each alone.
+
+export interface FenceRequest {
+  tenantId: string;
+  sessionId: string;
+  /** The revision of the worker's cached log: changes after it come back. */
+  rev: number;
+}
+
+const STATEMENT = `with input as (
+    select * from jsonb_to_recordset($1::jsonb) as i(ord int, session_id text, tenant_id text, rev bigint)
+  ), snap as (
+    select s.id, s.xmin from sessions s
+    join input i on s.id = i.session_id and s.tenant_id = i.tenant_id
+  ), locked as (
+    select s.id from sessions s
+    join input i on s.id = i.session_id and s.tenant_id = i.tenant_id
+    order by s.id
+    for update of s skip locked
+  ), f as (
+    update sessions s set fence = s.fence + 1, updated_at = now()
+    from input i join snap on snap.id = i.session_id
+    where s.id = i.session_id and s.tenant_id = i.tenant_id and s.xmin = snap.xmin
+      and s.id in (select id from locked)
+    returning s.*, i.ord as batch_ord, i.rev as batch_since
+  )
+  select f.*,
+    (select coalesce(jsonb_agg(jsonb_build_array(id, seq, info, reverted, rev) order by seq), '[]'::jsonb)
+      from messages m where m.session_id = f.id and m.tenant_id = f.tenant_id and m.rev > f.batch_since) as cm,
+    (select coalesce(jsonb_agg(jsonb_build_array(id, message_id, seq, data, tokens, rev) order by seq), '[]'::jsonb)
+      from parts p where p.session_id = f.id and p.tenant_id = f.tenant_id and p.rev > f.batch_since) as cp
+  from f`;
+
+type Row = SessionRow & { cm: ChangedMessage[]; cp: ChangedPart[]; batch_ord: number; batch_since: number };
+
+/**
+ * acquireFenceWithChanges for several sessions in one statement. Outcomes in request order: the
+ * fence with the changes, or null where the single statement would have answered null.
+ */
+export async function acquireFencesWithChanges(
+  db: Db,
+  requests: readonly FenceRequest[],
+): Promise<Array<Settled<FenceWithChanges | null>>> {
+  if (requests.length === 0) return [];
+  if (requests.length === 1) {
+    const { tenantId, sessionId, rev } = requests[0]!;
+    return [
+      await acquireFenceWithChanges(db, tenantId, sessionId, rev).then(
+        (value) => ({ value }),
+        (error) => ({ error }),
+      ),
+    ];
+  }
+  if (new Set(requests.map((r) => r.sessionId)).size !== requests.length)
+    throw new TypeError('a batch of fences holds one fence per session');
+  const input = requests.map((r, ord) => ({
+    ord,
+    session_id: r.sessionId,
+    tenant_id: r.tenantId,
+    rev: r.rev,
+  }));
+  const { rows } = await db.executeQuery<Row>(CompiledQuery.raw(STATEMENT, [JSON.stringify(input)]));
+  const byOrd = new Map<number, Row>(rows.map((r) => [r.batch_ord, r]));
+  return requests.map(({ sessionId, rev }, ord) => {
+    const row = byOrd.get(ord);
+    if (!row) return { value: null };
+    const { batch_ord: _ord, batch_since: _since, ...sessionRow } = row;
+    return { value: fenceWithChangesOf(sessionRow, sessionId, rev) };
+  });
+}
