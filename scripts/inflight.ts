@@ -106,6 +106,8 @@ const worker = spawn(process.execPath, [...nodeArgs, `${root}apps/worker/src/mai
     LOG_LEVEL: 'warn',
     // Its /metrics, read while the calls are held: V8 heap and external memory beside RSS.
     WORKER_METRICS_PORT: String(METRICS_PORT),
+    // glibc's malloc arenas as deployed (docs/DEPLOYMENT.md, worker memory).
+    MALLOC_ARENA_MAX: env.MALLOC_ARENA_MAX ?? '2',
     ...extraEnv,
   },
   stdio: ['ignore', 'inherit', 'inherit'],

@@ -6,7 +6,7 @@ import { forkChild, stopProcess } from '../lib/proc.ts';
 import { emit, log, type Row } from '../lib/result.ts';
 import { benchSessions, benchTenant, send, startService } from '../lib/service.ts';
 import { fmt, median, percentile, summarize } from '../lib/stats.ts';
-import { spawnWorker, WORKER_NODE_ARGS } from '../lib/worker-proc.ts';
+import { spawnWorker, workerRuntimeLabel } from '../lib/worker-proc.ts';
 
 // Sessions in flight per worker process, with the mock model at a realistic 2 s per call
 // (lib/delay-proxy.ts holds each call that long in front of the mock; the mock is unchanged).
@@ -143,8 +143,8 @@ emit({
     `${args.runs} run(s). Each run: a fresh database and namespace, ${SESSIONS.toLocaleString('en-US')} sessions ` +
       'of one tenant (agent maxSteps 1,000, so they all keep looping), a message posted to each through the ' +
       'gateway before the worker starts (all woken at once), then the real worker process with its default ' +
-      `settings (step concurrency ${concurrency} as it parses its environment; node ` +
-      `${WORKER_NODE_ARGS.join(' ') || '(V8 defaults)'}; titles off). The mock model answers as in the ` +
+      `settings (step concurrency ${concurrency} as it parses its environment; ` +
+      `${workerRuntimeLabel()}; titles off). The mock model answers as in the ` +
       `throughput figure, behind a proxy (lib/delay-proxy.ts) that holds every call ${DELAY_MS / 1000} s before ` +
       `forwarding it. Window: ${WINDOW_MS / 1000} s from the first model call. In flight = calls received by ` +
       'the proxy whose answer has not finished; step overhead = time from the end of a model answer to the ' +

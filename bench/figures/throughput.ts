@@ -11,7 +11,13 @@ import { emit, log, type Row, ratioOf } from '../lib/result.ts';
 import { benchSessions, benchTenant, sendAll, startService } from '../lib/service.ts';
 import { type ServiceCpu, serviceCpu, serviceCpuPer } from '../lib/service-cpu.ts';
 import { fmt, median, summarize } from '../lib/stats.ts';
-import { cpuMsOf, spawnWorker, stepConcurrencyOf, WORKER_NODE_ARGS, workerEnv } from '../lib/worker-proc.ts';
+import {
+  cpuMsOf,
+  spawnWorker,
+  stepConcurrencyOf,
+  workerEnv,
+  workerRuntimeLabel,
+} from '../lib/worker-proc.ts';
 
 // Steps per second with 100 and with 1,000 concurrent sessions, the worker's CPU per step and its
 // memory. The worker is the real worker process (apps/worker/src/main.ts, its own default step
@@ -300,8 +306,8 @@ emit({
       `durable chain with 1,000 sessions, Loopline with 1,000 sessions, 100 bare chains (fresh database and ` +
       `namespace each). Warm-up ${WARMUP_MS / 1000} s, window ${WINDOW_MS / 1000} s. One worker process, step ` +
       `concurrency ${CONCURRENCY} (WORKER_STEP_CONCURRENCY as the worker parses it from the environment the bench ` +
-      `gives it: its default unless BENCH_WORKER_STEP_CONCURRENCY is set), PostgreSQL pool 20, node ` +
-      `${WORKER_NODE_ARGS.join(' ') || '(V8 defaults)'} (as deployed: infra/compose.yaml); mock model (zero ` +
+      `gives it: its default unless BENCH_WORKER_STEP_CONCURRENCY is set), PostgreSQL pool 20, ` +
+      `${workerRuntimeLabel()} (as deployed: infra/compose.yaml); mock model (zero ` +
       'latency) in its own process; every step answers "Checking." plus one read_output call. Session ' +
       'titles off (LOOPLINE_DISABLE_TITLES=1: one extra model call per new session), no fairness caps ' +
       '(the defaults). The ceilings run in one child process with the same BullMQ concurrency and pool; ' +

@@ -31,6 +31,16 @@ export interface WorkerProcess {
 export const WORKER_COMPILE_CACHE =
   process.env.BENCH_WORKER_COMPILE_CACHE ?? path.join(OUT_DIR, 'node-compile-cache');
 
+// glibc's malloc arenas capped as deployed (infra/compose.yaml, docs/DEPLOYMENT.md worker memory).
+// BENCH_WORKER_MALLOC_ARENA_MAX='' measures glibc's default (up to 8 arenas per core).
+export const WORKER_MALLOC_ARENA_MAX = process.env.BENCH_WORKER_MALLOC_ARENA_MAX ?? '2';
+
+/** How the bench starts its workers, for the figures' details: node flags and malloc arenas. */
+export function workerRuntimeLabel(): string {
+  const node = WORKER_NODE_ARGS.join(' ') || '(V8 defaults)';
+  return `node ${node}, MALLOC_ARENA_MAX=${WORKER_MALLOC_ARENA_MAX || "(glibc's default)"}`;
+}
+
 /** The environment of a bench worker process. */
 export function workerEnv(opts: {
   databaseUrl: string;
@@ -48,6 +58,7 @@ export function workerEnv(opts: {
     // A title is one extra model call per new session, not part of the loop being measured.
     LOOPLINE_DISABLE_TITLES: '1',
     ...(WORKER_COMPILE_CACHE ? { NODE_COMPILE_CACHE: WORKER_COMPILE_CACHE } : {}),
+    ...(WORKER_MALLOC_ARENA_MAX ? { MALLOC_ARENA_MAX: WORKER_MALLOC_ARENA_MAX } : {}),
     ...(process.env.BENCH_WORKER_STEP_CONCURRENCY
       ? { WORKER_STEP_CONCURRENCY: process.env.BENCH_WORKER_STEP_CONCURRENCY }
       : {}),

@@ -105,6 +105,8 @@ export class WorkerPool {
         LOOPLINE_NAMESPACE: e.namespace,
         OPENAI_BASE_URL: e.llmUrl,
         OPENAI_API_KEY: 'test-key',
+        // glibc's malloc arenas as in production (docs/DEPLOYMENT.md, worker memory).
+        MALLOC_ARENA_MAX: '2',
         LOOPLINE_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
         // The key test stacks seal webhook secrets with (stack.ts TEST_SECRETS_KEY).
         LOOPLINE_SECRETS_KEY: Buffer.alloc(32, 7).toString('hex'),

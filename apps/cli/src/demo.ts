@@ -111,6 +111,8 @@ async function main() {
     LOOPLINE_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
     // V8's young generation capped as in production (docs/DEPLOYMENT.md): RSS under 300 MB.
     NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --max-semi-space-size=8`.trim(),
+    // glibc's malloc arenas capped as in production (docs/DEPLOYMENT.md, worker memory).
+    MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
   });
   await waitForHttp(`${base}/readyz`, { service: gateway, accept: (body) => body.includes('"checks"') });
 
