@@ -1,4 +1,4 @@
-import { appendUserMessage, currentFence, type Db, loadHistorySnapshot } from '@loopline/db';
+import { appendUserMessage, currentFence, type Db, loadHistorySnapshot, withFence } from '@loopline/db';
 import { describe, expect } from 'vitest';
 import { pgTest as test } from '../../../packages/testkit/src/fixtures.ts';
 import { makeSessions } from '../../../packages/testkit/src/index.ts';
@@ -28,6 +28,19 @@ async function sessionsWithNews(db: Db, n: number, news: (i: number) => number) 
     for (let k = 0; k < news(i); k++) await say(db, tenantId, id, `news ${k}`);
   }
   return { tenantId, ids, revs };
+}
+
+/** The promise's value, or a failure when it waits for the held row (5 s: far beyond a statement). */
+function promptly<T>(p: Promise<T>): Promise<T> {
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) =>
+      setTimeout(
+        () => reject(new Error('the fence waited for a row another transaction holds')),
+        5_000,
+      ).unref(),
+    ),
+  ]);
 }
 
 describe('step-fence group commit', () => {
@@ -82,5 +95,34 @@ describe('step-fence group commit', () => {
     expect(read('loopline_step_fence_batch_fences_sum')).toBe(6);
     // One statement at a time by default: the fences that queued behind the first went together.
     expect(read('loopline_step_fence_batch_fences_count')).toBeLessThan(6);
+  });
+
+  test("a session whose row another transaction holds never holds up the others' fences: it answers null at once", async ({
+    pg,
+  }) => {
+    // The holder may be the session's previous runner, frozen mid-transaction. One statement at a
+    // time: if the held session's statement waited for the row, every fence behind it would too.
+    const { tenantId, ids, revs } = await sessionsWithNews(pg.db, 3, () => 1);
+    const { promise: gate, resolve: release } = Promise.withResolvers<void>();
+    const { promise: inside, resolve: entered } = Promise.withResolvers<void>();
+    const holder = withFence(pg.db, { tenantId, sessionId: ids[0]!, fence: 0 }, async () => {
+      entered();
+      await gate;
+    });
+    await inside;
+    try {
+      const fences = createStepFences(pg.db, { concurrency: 1, maxBatch: 64 });
+      const lone = await promptly(fences.submit({ tenantId, sessionId: ids[0]!, rev: revs[0]! }));
+      expect(lone).toBeNull();
+      const taken = await promptly(
+        Promise.all(ids.map((sessionId, i) => fences.submit({ tenantId, sessionId, rev: revs[i]! }))),
+      );
+      expect(taken[0]).toBeNull();
+      expect(taken.slice(1).map((t) => t?.fence)).toEqual([1, 1]);
+    } finally {
+      release();
+      await holder;
+    }
+    expect(await currentFence(pg.db, tenantId, ids[0]!)).toBe(0);
   });
 });

@@ -405,6 +405,11 @@ describe('acquireFencesWithChanges (group commit of step fences)', () => {
       );
       expect(results[1]).toEqual({ value: null });
       for (const i of [0, 2]) expect((results[i] as { value: { fence: number } }).value.fence).toBe(1);
+      // Alone as well: the statement of one session does not wait either.
+      const lone = await acquireFencesWithChanges(pg.db, [
+        { tenantId, sessionId: ids[1]!, rev: snaps[1]!.rev },
+      ]);
+      expect(lone).toEqual([{ value: null }]);
     } finally {
       release();
       await holder;

@@ -1,6 +1,5 @@
 import {
   acquireFencesWithChanges,
-  acquireFenceWithChanges,
   type Db,
   type FenceRequest,
   type FenceWithChanges,
@@ -13,10 +12,10 @@ import {
 // log opens with one statement: the fence bump with the log's changes since the cached revision
 // (lease-runner.ts). With many sessions stepping, those statements queue for the worker's
 // connections as the starts do (D40); at most `concurrency` run at once, and the fences that
-// arrive meanwhile go together in the next one (db acquireFencesWithChanges). A session whose row
-// is locked by another transaction, or was written meanwhile, answers null there, as the single
-// statement does after a wait: the caller takes that fence on its own. Alone, a fence is taken at
-// once by its single statement.
+// arrive meanwhile go together in the next one (db acquireFencesWithChanges). Alone or batched, the
+// statement never waits for a row lock: a session whose row another transaction holds, or that
+// was written meanwhile, answers null, as the single statement does after a wait, and the caller
+// takes that fence outside the group commit (lease-runner.ts), so only its own job waits.
 
 // As the starts: one statement at a time, so that the fences that queue behind it go together.
 export const DEFAULT_FENCE_BATCH: GroupCommitOptions = { concurrency: 1, maxBatch: 64 };
@@ -32,7 +31,13 @@ export function createStepFences(
   return new GroupCommit<FenceRequest, FenceWithChanges | null>(
     {
       key: (r) => r.sessionId,
-      one: (r) => acquireFenceWithChanges(db, r.tenantId, r.sessionId, r.rev),
+      // Alone too, the statement that never waits for a row lock (a held row answers null): a
+      // statement of the group commit that waited would hold up every fence queued behind it.
+      one: async (r) => {
+        const [taken] = await acquireFencesWithChanges(db, [r]);
+        if (taken && 'value' in taken) return taken.value;
+        throw (taken as { error: unknown } | undefined)?.error ?? new Error('no fence outcome');
+      },
       many: (requests) => acquireFencesWithChanges(db, requests),
     },
     groupCommitOptions(opts, DEFAULT_FENCE_BATCH),

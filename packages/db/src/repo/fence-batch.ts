@@ -3,23 +3,23 @@ import type { Db } from '../client.ts';
 import type { Settled } from '../group-commit.ts';
 import type { SessionRow } from '../tables/session.table.ts';
 import {
-  acquireFenceWithChanges,
   type ChangedMessage,
   type ChangedPart,
   type FenceWithChanges,
   fenceWithChangesOf,
 } from './history-revision.ts';
 
-// Many step jobs' fences, each of its own session, in ONE statement: what acquireFenceWithChanges
-// does for one, done for a batch (the worker's group commit, docs/decisions.md D41). Per session
-// the outcome is the single statement's: the fence goes up only if the row is still the version
-// the statement's snapshot saw (`xmin`), so the changes read from that snapshot are the log as of
-// the row returned. Unlike the single statement, a batch never waits for a row lock: a session
-// whose row another transaction holds is skipped (SKIP LOCKED) and answers null, as a row written
-// meanwhile does, and the caller then takes that fence on its own, waiting alone. Why: the holder
-// may be the session's previous runner, frozen or cut off in the middle of a transaction, and a
-// batch that waited for it would stall every other session's step on this worker with it. A
-// statement that fails fails for all of them (one transaction); the caller retries each alone.
+// Step jobs' fences, each of its own session, in ONE statement: what acquireFenceWithChanges does
+// for one, done for a batch (the worker's group commit, docs/decisions.md D41). Per session the
+// outcome is the single statement's: the fence goes up only if the row is still the version the
+// statement's snapshot saw (`xmin`), so the changes read from that snapshot are the log as of the
+// row returned. Unlike the single statement it never waits for a row lock, alone or in a batch: a
+// session whose row another transaction holds is skipped (SKIP LOCKED) and answers null, as a row
+// written meanwhile does, and the caller then takes that fence outside the group commit, waiting
+// alone. Why: the holder may be the session's previous runner, frozen or cut off in the middle of a
+// transaction; a statement of the group commit that waited for it would hold up every other
+// session's step on this worker. A statement that fails fails for all of its sessions (one
+// transaction); the caller retries each alone.
 
 export interface FenceRequest {
   tenantId: string;
@@ -37,7 +37,7 @@ const STATEMENT = `with input as (
     select s.id from sessions s
     join input i on s.id = i.session_id and s.tenant_id = i.tenant_id
     order by s.id
-    for update of s skip locked
+    for no key update of s skip locked
   ), f as (
     update sessions s set fence = s.fence + 1, updated_at = now()
     from input i join snap on snap.id = i.session_id
@@ -55,23 +55,15 @@ const STATEMENT = `with input as (
 type Row = SessionRow & { cm: ChangedMessage[]; cp: ChangedPart[]; batch_ord: number; batch_since: number };
 
 /**
- * acquireFenceWithChanges for several sessions in one statement. Outcomes in request order: the
- * fence with the changes, or null where the single statement would have answered null.
+ * acquireFenceWithChanges for one or several sessions in one statement that never waits for a row
+ * lock. Outcomes in request order: the fence with the changes, or null (the row was held by
+ * another transaction, written meanwhile, or is not this tenant's): then take the fence apart.
  */
 export async function acquireFencesWithChanges(
   db: Db,
   requests: readonly FenceRequest[],
 ): Promise<Array<Settled<FenceWithChanges | null>>> {
   if (requests.length === 0) return [];
-  if (requests.length === 1) {
-    const { tenantId, sessionId, rev } = requests[0]!;
-    return [
-      await acquireFenceWithChanges(db, tenantId, sessionId, rev).then(
-        (value) => ({ value }),
-        (error) => ({ error }),
-      ),
-    ];
-  }
   if (new Set(requests.map((r) => r.sessionId)).size !== requests.length)
     throw new TypeError('a batch of fences holds one fence per session');
   const input = requests.map((r, ord) => ({
