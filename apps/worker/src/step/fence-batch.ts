@@ -7,6 +7,7 @@ import {
   type GroupCommitOptions,
   groupCommitOptions,
 } from '@loopline/db';
+import { perDeps } from '../per-deps.ts';
 
 // Group commit of step fences (docs/decisions.md D41). A step job whose worker holds the session's
 // log opens with one statement: the fence bump with the log's changes since the cached revision
@@ -45,21 +46,18 @@ export function createStepFences(
   );
 }
 
-// Keyed by the deps object (always the process's one WorkerDeps), as the session cache is.
-const defaults = new WeakMap<object, StepFences>();
-
-/** `deps.stepFences` (main.ts sizes it from WORKER_FENCE_*), else one with the defaults per deps object. */
-export function stepFencesOf(deps: {
+interface FenceDeps {
   db: Db;
   stepFences?: StepFences | undefined;
   metrics?: { stepFenceBatch(fences: number): void } | undefined;
-}): StepFences {
-  if (deps.stepFences) return deps.stepFences;
-  let fences = defaults.get(deps);
-  if (!fences) {
-    const metrics = deps.metrics;
-    fences = createStepFences(deps.db, DEFAULT_FENCE_BATCH, metrics && ((n) => metrics.stepFenceBatch(n)));
-    defaults.set(deps, fences);
-  }
-  return fences;
+}
+
+const defaultFences = perDeps((deps: FenceDeps) => {
+  const metrics = deps.metrics;
+  return createStepFences(deps.db, DEFAULT_FENCE_BATCH, metrics && ((n) => metrics.stepFenceBatch(n)));
+});
+
+/** `deps.stepFences` (main.ts sizes it from WORKER_FENCE_*), else one with the defaults per deps object. */
+export function stepFencesOf(deps: FenceDeps): StepFences {
+  return deps.stepFences ?? defaultFences(deps);
 }

@@ -8,6 +8,7 @@ import {
   startAssistantStep,
   startAssistantSteps,
 } from '@loopline/db';
+import { perDeps } from '../per-deps.ts';
 
 // Group commit of step starts (docs/decisions.md D40). A model step opens with one statement (the
 // fence check, the assistant message, its step-start, the ledger row: the crash marker of
@@ -40,21 +41,18 @@ export function createStepStarts(
   );
 }
 
-// Keyed by the deps object (always the process's one WorkerDeps), as the session cache is.
-const defaults = new WeakMap<object, StepStarts>();
-
-/** `deps.stepStarts` (main.ts sizes it from WORKER_START_*), else one with the defaults per deps object. */
-export function stepStartsOf(deps: {
+interface StartDeps {
   db: Db;
   stepStarts?: StepStarts | undefined;
   metrics?: { stepStartBatch(starts: number): void } | undefined;
-}): StepStarts {
-  if (deps.stepStarts) return deps.stepStarts;
-  let starts = defaults.get(deps);
-  if (!starts) {
-    const metrics = deps.metrics;
-    starts = createStepStarts(deps.db, DEFAULT_START_BATCH, metrics && ((n) => metrics.stepStartBatch(n)));
-    defaults.set(deps, starts);
-  }
-  return starts;
+}
+
+const defaultStarts = perDeps((deps: StartDeps) => {
+  const metrics = deps.metrics;
+  return createStepStarts(deps.db, DEFAULT_START_BATCH, metrics && ((n) => metrics.stepStartBatch(n)));
+});
+
+/** `deps.stepStarts` (main.ts sizes it from WORKER_START_*), else one with the defaults per deps object. */
+export function stepStartsOf(deps: StartDeps): StepStarts {
+  return deps.stepStarts ?? defaultStarts(deps);
 }
