@@ -145,9 +145,9 @@ async function takeFence(
 ): Promise<{ fence: number; session: SessionInfo; changes?: PrefetchedChanges }> {
   const cache = opts.prefetch ? sessionCacheOf(deps) : undefined;
   const since = cache?.revOf(tenantId, sessionId);
-  // Null from either: the row changed while the statement waited for its lock (a writer committed
-  // after its snapshot), or, in a batch, another transaction held it; the plain fence below, then
-  // the log read on its own, is the safe way.
+  // Null from either: the row changed after the statement's snapshot (a writer committed while it
+  // waited for the lock), or another transaction held the row (the group commit's fence statement
+  // never waits); the plain fence below, then the log read on its own, is the safe way.
   if (since !== undefined) {
     // Through the worker's group commit (step/fence-batch.ts): alone at once, else with the others.
     const taken = await stepFencesOf(deps).submit({ tenantId, sessionId, rev: since });

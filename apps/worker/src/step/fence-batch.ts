@@ -34,12 +34,8 @@ export function createStepFences(
       key: (r) => r.sessionId,
       // Alone too, the statement that never waits for a row lock (a held row answers null): a
       // statement of the group commit that waited would hold up every fence queued behind it.
-      one: async (r) => {
-        const [taken] = await acquireFencesWithChanges(db, [r]);
-        if (taken && 'value' in taken) return taken.value;
-        throw (taken as { error: unknown } | undefined)?.error ?? new Error('no fence outcome');
-      },
-      many: (requests) => acquireFencesWithChanges(db, requests),
+      one: async (r) => (await acquireFencesWithChanges(db, [r]))[0] ?? null,
+      many: async (requests) => (await acquireFencesWithChanges(db, requests)).map((value) => ({ value })),
     },
     groupCommitOptions(opts, DEFAULT_FENCE_BATCH),
     onStatement,

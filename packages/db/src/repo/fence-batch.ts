@@ -1,6 +1,5 @@
 import { CompiledQuery } from 'kysely';
 import type { Db } from '../client.ts';
-import type { Settled } from '../group-commit.ts';
 import type { SessionRow } from '../tables/session.table.ts';
 import {
   type ChangedMessage,
@@ -62,7 +61,7 @@ type Row = SessionRow & { cm: ChangedMessage[]; cp: ChangedPart[]; batch_ord: nu
 export async function acquireFencesWithChanges(
   db: Db,
   requests: readonly FenceRequest[],
-): Promise<Array<Settled<FenceWithChanges | null>>> {
+): Promise<Array<FenceWithChanges | null>> {
   if (requests.length === 0) return [];
   if (new Set(requests.map((r) => r.sessionId)).size !== requests.length)
     throw new TypeError('a batch of fences holds one fence per session');
@@ -76,8 +75,8 @@ export async function acquireFencesWithChanges(
   const byOrd = new Map<number, Row>(rows.map((r) => [r.batch_ord, r]));
   return requests.map(({ sessionId, rev }, ord) => {
     const row = byOrd.get(ord);
-    if (!row) return { value: null };
+    if (!row) return null;
     const { batch_ord: _ord, batch_since: _since, ...sessionRow } = row;
-    return { value: fenceWithChangesOf(sessionRow, sessionId, rev) };
+    return fenceWithChangesOf(sessionRow, sessionId, rev);
   });
 }
