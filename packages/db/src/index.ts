@@ -77,7 +77,7 @@ export {
   type StartCompactionInput,
   startCompaction,
 } from './repo/compactions.ts';
-export { acquireFencesWithChanges, type FenceRequest } from './repo/fence-batch.ts';
+export { acquireFencesWithChanges, acquireFenceWithChanges, type FenceRequest } from './repo/fence-batch.ts';
 export {
   type FencedCte,
   fencedStatement,
@@ -88,7 +88,6 @@ export {
 } from './repo/fenced-statement.ts';
 export { type LoadHistoryOptions, loadHistory } from './repo/history.ts';
 export {
-  acquireFenceWithChanges,
   acquireFenceWithSnapshot,
   type FenceWithChanges,
   type HistoryChanges,

@@ -68,6 +68,36 @@ async function behindACommittingWriter<T>(
   return taking;
 }
 
+/**
+ * Runs `take` while an open fenced write of the old holder holds the session row (it must not wait
+ * for it), then lets that write commit a message.
+ */
+async function whileAWriterHoldsTheRow<T>(
+  db: Db,
+  ids: { tenantId: string; sessionId: string; fence: number },
+  take: () => Promise<T>,
+): Promise<T> {
+  const { promise: gate, resolve: release } = Promise.withResolvers<void>();
+  const { promise: inside, resolve: entered } = Promise.withResolvers<void>();
+  const writer = withFence(db, ids, async (trx) => {
+    entered();
+    await gate;
+    await appendUserMessage(trx, {
+      tenantId: ids.tenantId,
+      sessionId: ids.sessionId,
+      agent: 'build',
+      parts: [{ type: 'text', text: 'by the old holder', tokens: 1 }],
+    });
+  });
+  await inside;
+  try {
+    return await take();
+  } finally {
+    release();
+    await writer;
+  }
+}
+
 describe('fence', () => {
   test('acquireFence increments the session fence', async ({ pg }) => {
     const { tenant, session } = await makeSessionWithTenant(pg.db);
@@ -196,16 +226,16 @@ describe('fence', () => {
     expect(await acquireFenceWithChanges(pg.db, tenant.id, 'ses_missing', 0)).toBeNull();
   });
 
-  test('acquireFenceWithChanges takes nothing when a writer commits while it waits for the row', async ({
+  test('acquireFenceWithChanges takes nothing, without waiting, while a writer holds the row', async ({
     pg,
   }) => {
-    // Its snapshot predates that commit, so its changes could miss it: null (the caller reads
-    // apart), and the fence is not bumped.
+    // The writer may commit a message its snapshot does not hold, so its changes could miss it:
+    // null at once (the caller takes the fence apart, waiting alone), and the fence is not bumped.
     const { tenant, session } = await makeSessionWithTenant(pg.db);
     const old = await acquireFence(pg.db, tenant.id, session.id);
     const snap = await loadHistorySnapshot(pg.db, tenant.id, session.id, null);
     const ids = { tenantId: tenant.id, sessionId: session.id, fence: old };
-    const parked = await behindACommittingWriter(pg.db, ids, () =>
+    const parked = await whileAWriterHoldsTheRow(pg.db, ids, () =>
       acquireFenceWithChanges(pg.db, tenant.id, session.id, snap!.rev),
     );
     expect(parked).toBeNull();
@@ -342,9 +372,7 @@ describe('fence', () => {
 });
 
 describe('acquireFencesWithChanges (group commit of step fences)', () => {
-  test("each session's outcome is the single statement's: fence + 1, the row, the changes since its revision", async ({
-    pg,
-  }) => {
+  test('each session gets fence + 1, its row and the changes since its own revision', async ({ pg }) => {
     const { tenantId, ids } = await makeSessions(pg.db, 4);
     const revs: number[] = [];
     for (const [i, id] of ids.entries()) {

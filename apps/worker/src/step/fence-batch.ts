@@ -1,5 +1,6 @@
 import {
   acquireFencesWithChanges,
+  acquireFenceWithChanges,
   type Db,
   type FenceRequest,
   type FenceWithChanges,
@@ -32,9 +33,7 @@ export function createStepFences(
   return new GroupCommit<FenceRequest, FenceWithChanges | null>(
     {
       key: (r) => r.sessionId,
-      // Alone too, the statement that never waits for a row lock (a held row answers null): a
-      // statement of the group commit that waited would hold up every fence queued behind it.
-      one: async (r) => (await acquireFencesWithChanges(db, [r]))[0] ?? null,
+      one: (r) => acquireFenceWithChanges(db, r.tenantId, r.sessionId, r.rev),
       many: async (requests) => (await acquireFencesWithChanges(db, requests)).map((value) => ({ value })),
     },
     groupCommitOptions(opts, DEFAULT_FENCE_BATCH),

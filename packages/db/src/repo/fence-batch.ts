@@ -8,17 +8,17 @@ import {
   fenceWithChangesOf,
 } from './history-revision.ts';
 
-// Step jobs' fences, each of its own session, in ONE statement: what acquireFenceWithChanges does
-// for one, done for a batch (the worker's group commit, docs/decisions.md D41). Per session the
-// outcome is the single statement's: the fence goes up only if the row is still the version the
+// A step job's fence with its log's changes (acquireFenceWithSession and historyChangesSince(rev)
+// in ONE statement), for one session or for a batch of them (the worker's group commit,
+// docs/decisions.md D41). Per session: the fence goes up only if the row is still the version the
 // statement's snapshot saw (`xmin`), so the changes read from that snapshot are the log as of the
-// row returned. Unlike the single statement it never waits for a row lock, alone or in a batch: a
-// session whose row another transaction holds is skipped (SKIP LOCKED) and answers null, as a row
-// written meanwhile does, and the caller then takes that fence outside the group commit, waiting
-// alone. Why: the holder may be the session's previous runner, frozen or cut off in the middle of a
-// transaction; a statement of the group commit that waited for it would hold up every other
-// session's step on this worker. A statement that fails fails for all of its sessions (one
-// transaction); the caller retries each alone.
+// row returned (docs/durability.md §3). It never waits for a row lock: a session whose row another
+// transaction holds is skipped (SKIP LOCKED) and answers null, as a row written meanwhile does,
+// and the caller then takes that fence apart (a plain fence, which waits, then the log). Why: the
+// holder may be the session's previous runner, frozen or cut off in the middle of a transaction;
+// a statement of the group commit that waited for it would hold up every other session's step on
+// this worker. A statement that fails fails for all of its sessions (one transaction); the caller
+// retries each alone.
 
 export interface FenceRequest {
   tenantId: string;
@@ -79,4 +79,14 @@ export async function acquireFencesWithChanges(
     const { batch_ord: _ord, batch_since: _since, ...sessionRow } = row;
     return fenceWithChangesOf(sessionRow, sessionId, rev);
   });
+}
+
+/** acquireFencesWithChanges for one session: its fence with the changes since `rev`, or null. */
+export async function acquireFenceWithChanges(
+  db: Db,
+  tenantId: string,
+  sessionId: string,
+  rev: number,
+): Promise<FenceWithChanges | null> {
+  return (await acquireFencesWithChanges(db, [{ tenantId, sessionId, rev }]))[0] ?? null;
 }

@@ -137,35 +137,6 @@ export async function historyChangesSince(
   return { messages, parts, rev: max, lastSeq: last.seq };
 }
 
-/**
- * acquireFenceWithSession and historyChangesSince(rev) in ONE statement; null when the row changed
- * while it waited for the lock (or is gone): then take them apart (why: docs/durability.md §3).
- */
-export async function acquireFenceWithChanges(
-  db: Db,
-  tenantId: string,
-  sessionId: string,
-  rev: number,
-): Promise<FenceWithChanges | null> {
-  // `xmin = (the snapshot's xmin)`: a row version written after the snapshot (the UPDATE waited and
-  // re-checked the newest version, READ COMMITTED) fails the check, so no row is updated.
-  const { rows } = await sql<SessionRow & { cm: ChangedMessage[]; cp: ChangedPart[] }>`
-    with f as (
-      update sessions set fence = fence + 1, updated_at = now()
-      where id = ${sessionId} and tenant_id = ${tenantId}
-        and xmin = (select xmin from sessions where id = ${sessionId} and tenant_id = ${tenantId})
-      returning *
-    )
-    select f.*,
-      (select coalesce(jsonb_agg(jsonb_build_array(id, seq, info, reverted, rev) order by seq), '[]'::jsonb)
-        from messages where session_id = ${sessionId} and tenant_id = ${tenantId} and rev > ${rev}) as cm,
-      (select coalesce(jsonb_agg(jsonb_build_array(id, message_id, seq, data, tokens, rev) order by seq), '[]'::jsonb)
-        from parts where session_id = ${sessionId} and tenant_id = ${tenantId} and rev > ${rev}) as cp
-    from f`.execute(db);
-  const row = rows[0];
-  return row ? fenceWithChangesOf(row, sessionId, rev) : null;
-}
-
 /** What acquireFenceWithChanges returns for a session. */
 export interface FenceWithChanges {
   fence: number;
@@ -211,8 +182,8 @@ export const SNAPSHOT_WITH_FENCE_MAX_BYTES = 8 * 1024 * 1024;
 /**
  * acquireFenceWithSession and loadHistorySnapshot(from the session's boundary) in ONE statement,
  * for a job whose worker has no cached log of the session (its first step there). Null when the
- * row changed while the statement waited for its lock (or is gone), exactly as
- * acquireFenceWithChanges: then take them apart. `snapshot` is absent when the log is larger
+ * row changed while the statement waited for its lock (or is gone): then take them apart. Unlike
+ * acquireFenceWithChanges (fence-batch.ts) it waits for a held row: it is never group-committed. `snapshot` is absent when the log is larger
  * than `maxBytes` (the fence is taken; the caller reads the log on its own).
  */
 export async function acquireFenceWithSnapshot(
