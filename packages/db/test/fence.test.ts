@@ -38,44 +38,14 @@ function appendText(db: Db, tenantId: string, sessionId: string, texts: string[]
 
 /**
  * Runs `take` while an open fenced write of the old holder holds the session row, then lets that
- * write commit a message: `take` parks on the row lock and its snapshot predates the commit.
- */
-async function behindACommittingWriter<T>(
-  db: Db,
-  ids: { tenantId: string; sessionId: string; fence: number },
-  take: () => Promise<T>,
-): Promise<T> {
-  const { promise: gate, resolve: release } = Promise.withResolvers<void>();
-  const { promise: inside, resolve: entered } = Promise.withResolvers<void>();
-  const slow = withFence(db, ids, async (trx) => {
-    entered();
-    await gate;
-    await appendUserMessage(trx, {
-      tenantId: ids.tenantId,
-      sessionId: ids.sessionId,
-      agent: 'build',
-      parts: [{ type: 'text', text: 'by the old holder', tokens: 1 }],
-    });
-  });
-  await inside;
-  const taking = take();
-  await until(
-    'the fence statement parked on the session row lock',
-    async () => (await lockWaiters(db)) === 1,
-  );
-  release();
-  await slow;
-  return taking;
-}
-
-/**
- * Runs `take` while an open fenced write of the old holder holds the session row (it must not wait
- * for it), then lets that write commit a message.
+ * write commit a message. `parks`: `take` waits on the row lock (its snapshot predates the commit);
+ * else it must answer while the row is still held.
  */
 async function whileAWriterHoldsTheRow<T>(
   db: Db,
   ids: { tenantId: string; sessionId: string; fence: number },
   take: () => Promise<T>,
+  opts: { parks: boolean },
 ): Promise<T> {
   const { promise: gate, resolve: release } = Promise.withResolvers<void>();
   const { promise: inside, resolve: entered } = Promise.withResolvers<void>();
@@ -90,12 +60,19 @@ async function whileAWriterHoldsTheRow<T>(
     });
   });
   await inside;
+  const taking = take();
   try {
-    return await take();
+    if (opts.parks)
+      await until(
+        'the fence statement parked on the session row lock',
+        async () => (await lockWaiters(db)) === 1,
+      );
+    else await taking;
   } finally {
     release();
     await writer;
   }
+  return taking;
 }
 
 describe('fence', () => {
@@ -235,8 +212,11 @@ describe('fence', () => {
     const old = await acquireFence(pg.db, tenant.id, session.id);
     const snap = await loadHistorySnapshot(pg.db, tenant.id, session.id, null);
     const ids = { tenantId: tenant.id, sessionId: session.id, fence: old };
-    const parked = await whileAWriterHoldsTheRow(pg.db, ids, () =>
-      acquireFenceWithChanges(pg.db, tenant.id, session.id, snap!.rev),
+    const parked = await whileAWriterHoldsTheRow(
+      pg.db,
+      ids,
+      () => acquireFenceWithChanges(pg.db, tenant.id, session.id, snap!.rev),
+      { parks: false },
     );
     expect(parked).toBeNull();
     expect(await currentFence(pg.db, tenant.id, session.id)).toBe(old);
@@ -281,7 +261,14 @@ describe('fence', () => {
     const ids = { tenantId: tenant.id, sessionId: session.id, fence: old };
     // Its snapshot predates the message: returning it with the newer row would lose the message.
     expect(
-      await behindACommittingWriter(pg.db, ids, () => acquireFenceWithSnapshot(pg.db, tenant.id, session.id)),
+      await whileAWriterHoldsTheRow(
+        pg.db,
+        ids,
+        () => acquireFenceWithSnapshot(pg.db, tenant.id, session.id),
+        {
+          parks: true,
+        },
+      ),
     ).toBeNull();
     expect(await currentFence(pg.db, tenant.id, session.id)).toBe(old);
     const taken = await acquireFenceWithSnapshot(pg.db, tenant.id, session.id);
@@ -419,29 +406,23 @@ describe('acquireFencesWithChanges (group commit of step fences)', () => {
     const { tenantId, ids } = await makeSessions(pg.db, 3);
     const old = await acquireFence(pg.db, tenantId, ids[1]!);
     const snaps = await Promise.all(ids.map((id) => loadHistorySnapshot(pg.db, tenantId, id, null)));
-    const { promise: gate, resolve: release } = Promise.withResolvers<void>();
-    const { promise: inside, resolve: entered } = Promise.withResolvers<void>();
-    const holder = withFence(pg.db, { tenantId, sessionId: ids[1]!, fence: old }, async () => {
-      entered();
-      await gate;
-    });
-    await inside;
-    try {
-      const results = await acquireFencesWithChanges(
-        pg.db,
-        ids.map((sessionId, i) => ({ tenantId, sessionId, rev: snaps[i]!.rev })),
-      );
-      expect(results[1]).toBeNull();
-      for (const i of [0, 2]) expect(results[i]?.fence).toBe(1);
-      // Alone as well: the statement of one session does not wait either.
-      const lone = await acquireFencesWithChanges(pg.db, [
-        { tenantId, sessionId: ids[1]!, rev: snaps[1]!.rev },
-      ]);
-      expect(lone).toEqual([null]);
-    } finally {
-      release();
-      await holder;
-    }
+    const held = { tenantId, sessionId: ids[1]!, fence: old };
+    const [results, lone] = await whileAWriterHoldsTheRow(
+      pg.db,
+      held,
+      async () => [
+        await acquireFencesWithChanges(
+          pg.db,
+          ids.map((sessionId, i) => ({ tenantId, sessionId, rev: snaps[i]!.rev })),
+        ),
+        // Alone as well: the statement of one session does not wait either.
+        await acquireFencesWithChanges(pg.db, [{ tenantId, sessionId: ids[1]!, rev: snaps[1]!.rev }]),
+      ],
+      { parks: false },
+    );
+    expect(results![1]).toBeNull();
+    for (const i of [0, 2]) expect(results![i]?.fence).toBe(1);
+    expect(lone).toEqual([null]);
     expect(await currentFence(pg.db, tenantId, ids[1]!)).toBe(old);
   });
 
