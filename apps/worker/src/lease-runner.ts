@@ -1,9 +1,4 @@
-import {
-  acquireFenceWithSession,
-  acquireFenceWithSnapshot,
-  type SessionInfo,
-  StaleFenceError,
-} from '@loopline/db';
+import { acquireFenceWithSession, type SessionInfo, StaleFenceError } from '@loopline/db';
 import { acquireLease, wakeSession } from '@loopline/queue';
 import { DelayedError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
@@ -70,8 +65,8 @@ export function jobLogBindings(
 /** How a session job takes its lease (the step job prefetches its log's changes). */
 export interface LeaseOptions {
   /**
-   * Read the session's log in the fence statement: the changes of its cached log (db
-   * acquireFenceWithChanges), or the whole log when none is cached here (acquireFenceWithSnapshot).
+   * Read the session's log in the fence statement (db acquireStepFences): the changes of its cached
+   * log, or the whole log when none is cached here.
    * One round trip instead of two, for a job that loads the context next.
    */
   prefetch?: boolean;
@@ -144,19 +139,19 @@ async function takeFence(
   opts: LeaseOptions,
 ): Promise<{ fence: number; session: SessionInfo; changes?: PrefetchedChanges }> {
   const cache = opts.prefetch ? sessionCacheOf(deps) : undefined;
-  const since = cache?.revOf(tenantId, sessionId);
-  // Null from either: the row changed after the statement's snapshot (a writer committed while it
-  // waited for the lock), or another transaction held the row (the group commit's fence statement
-  // never waits); the plain fence below, then the log read on its own, is the safe way.
-  if (since !== undefined) {
+  if (cache) {
     // Through the worker's group commit (step/fence-batch.ts): alone at once, else with the others.
+    // With the cached log's revision the changes since it come back; with none cached here (the
+    // session's first job on this worker) the whole log. Null: another transaction held the row
+    // (the statement never waits), or it changed after the statement's snapshot; the plain fence
+    // below, then the log read on its own, is the safe way.
+    const since = cache.revOf(tenantId, sessionId);
     const taken = await stepFencesOf(deps).submit({ tenantId, sessionId, rev: since });
-    if (taken)
-      return { fence: taken.fence, session: taken.session, changes: { since, changes: taken.changes } };
-  } else if (cache) {
-    // No cached log here (the session's first job on this worker): the whole log comes with the fence.
-    const taken = await acquireFenceWithSnapshot(deps.db, tenantId, sessionId);
-    if (taken) {
+    if (taken && 'changes' in taken && since !== undefined) {
+      const { fence, session, changes } = taken;
+      return { fence, session, changes: { since, changes } };
+    }
+    if (taken && !('changes' in taken)) {
       const { fence, session, snapshot } = taken;
       return snapshot
         ? { fence, session, changes: { fromSeq: session.boundarySeq, snapshot } }

@@ -1,4 +1,13 @@
-import { appendUserMessage, currentFence, type Db, loadHistorySnapshot, withFence } from '@loopline/db';
+import {
+  appendUserMessage,
+  currentFence,
+  type Db,
+  type FenceWithChanges,
+  type FenceWithSnapshot,
+  loadHistorySnapshot,
+  type StepFence,
+  withFence,
+} from '@loopline/db';
 import { describe, expect } from 'vitest';
 import { pgTest as test } from '../../../packages/testkit/src/fixtures.ts';
 import { makeSessions } from '../../../packages/testkit/src/index.ts';
@@ -30,6 +39,11 @@ async function sessionsWithNews(db: Db, n: number, news: (i: number) => number) 
   return { tenantId, ids, revs };
 }
 
+/** The changes a fence read (it was asked with a revision). */
+function changesOf(taken: StepFence | null | undefined) {
+  return (taken as FenceWithChanges | null | undefined)?.changes;
+}
+
 /** The promise's value, or a failure when it waits for the held row (5 s: far beyond a statement). */
 function promptly<T>(p: Promise<T>): Promise<T> {
   return Promise.race([
@@ -59,9 +73,31 @@ describe('step-fence group commit', () => {
       expect(taken[i]?.session.id).toBe(sessionId);
       expect(taken[i]?.fence).toBe(1);
       expect(await currentFence(pg.db, tenantId, sessionId)).toBe(1);
-      expect(taken[i]?.changes.messages.map((m) => m.seq)).toEqual(
+      expect(changesOf(taken[i])?.messages.map((m) => m.seq)).toEqual(
         Array.from({ length: i % 3 }, (_, k) => k + 2),
       );
+    }
+  });
+
+  test('first steps on this worker (no cached log) share the statement with the others and get their whole log', async ({
+    pg,
+  }) => {
+    const { tenantId, ids, revs } = await sessionsWithNews(pg.db, 8, () => 1);
+    const fences = createStepFences(pg.db, { concurrency: 1, maxBatch: 64 });
+    // Even sessions are cached here (their revision), odd ones are not.
+    const taken = await Promise.all(
+      ids.map((sessionId, i) =>
+        fences.submit({ tenantId, sessionId, rev: i % 2 === 0 ? revs[i]! : undefined }),
+      ),
+    );
+    expect(fences.stats.largest).toBeGreaterThan(1);
+    for (const [i, sessionId] of ids.entries()) {
+      expect(taken[i]?.fence).toBe(1);
+      if (i % 2 === 0) expect(changesOf(taken[i])?.messages).toHaveLength(1);
+      else
+        expect((taken[i] as FenceWithSnapshot).snapshot).toEqual(
+          await loadHistorySnapshot(pg.db, tenantId, sessionId, null),
+        );
     }
   });
 
@@ -73,7 +109,7 @@ describe('step-fence group commit', () => {
       ids.map((sessionId, i) => fences.submit({ tenantId, sessionId, rev: revs[i]! })),
     );
     expect(sizes).toEqual([1, 1, 1, 1]);
-    expect(taken.map((t) => t?.changes.messages.length)).toEqual([1, 1, 1, 1]);
+    expect(taken.map((t) => changesOf(t)?.messages.length)).toEqual([1, 1, 1, 1]);
   });
 
   test("a worker's default group commit reports each statement's fences in loopline_step_fence_batch_fences", async ({
@@ -114,6 +150,8 @@ describe('step-fence group commit', () => {
       const fences = createStepFences(pg.db, { concurrency: 1, maxBatch: 64 });
       const lone = await promptly(fences.submit({ tenantId, sessionId: ids[0]!, rev: revs[0]! }));
       expect(lone).toBeNull();
+      // Nor when this worker holds no log of it (its first step here).
+      expect(await promptly(fences.submit({ tenantId, sessionId: ids[0]! }))).toBeNull();
       const taken = await promptly(
         Promise.all(ids.map((sessionId, i) => fences.submit({ tenantId, sessionId, rev: revs[i]! }))),
       );

@@ -77,7 +77,14 @@ export {
   type StartCompactionInput,
   startCompaction,
 } from './repo/compactions.ts';
-export { acquireFencesWithChanges, acquireFenceWithChanges, type FenceRequest } from './repo/fence-batch.ts';
+export {
+  acquireFenceWithChanges,
+  acquireFenceWithSnapshot,
+  acquireStepFences,
+  type FenceRequest,
+  SNAPSHOT_WITH_FENCE_MAX_BYTES,
+  type StepFence,
+} from './repo/fence-batch.ts';
 export {
   type FencedCte,
   fencedStatement,
@@ -88,8 +95,8 @@ export {
 } from './repo/fenced-statement.ts';
 export { type LoadHistoryOptions, loadHistory } from './repo/history.ts';
 export {
-  acquireFenceWithSnapshot,
   type FenceWithChanges,
+  type FenceWithSnapshot,
   type HistoryChanges,
   type HistorySnapshot,
   historyChangesSince,

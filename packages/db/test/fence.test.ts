@@ -1,18 +1,21 @@
 import { LooplineError } from '@loopline/core';
+import { sql } from 'kysely';
 import { describe, expect } from 'vitest';
 import { pgTest as test } from '../../testkit/src/fixtures.ts';
 import { lockWaiters, makeSessions, makeSessionWithTenant, until } from '../../testkit/src/index.ts';
 import {
   acquireFence,
-  acquireFencesWithChanges,
   acquireFenceWithChanges,
   acquireFenceWithSession,
   acquireFenceWithSnapshot,
+  acquireStepFences,
   appendUserMessage,
   appendUserMessageAndQueue,
   createAssistantMessage,
   currentFence,
   type Db,
+  type FenceWithChanges,
+  type FenceWithSnapshot,
   getSession,
   historyChangesSince,
   loadHistory,
@@ -34,6 +37,16 @@ function appendText(db: Db, tenantId: string, sessionId: string, texts: string[]
     agent: 'build',
     parts: texts.map((text) => ({ type: 'text' as const, text, tokens: 1 })),
   });
+}
+
+/** PostgreSQL's stored size of a session's messages and parts (what the whole-log budget counts). */
+async function storedLogBytes(db: Db, sessionId: string): Promise<number> {
+  const { rows } = await sql<{ bytes: number }>`select
+      (select coalesce(sum(pg_column_size(info)), 0) from messages where session_id = ${sessionId})
+      + (select coalesce(sum(pg_column_size(data)), 0) from parts where session_id = ${sessionId}) as bytes`.execute(
+    db,
+  );
+  return Number(rows[0]!.bytes);
 }
 
 /**
@@ -253,20 +266,21 @@ describe('fence', () => {
     expect(capped?.snapshot).toBeUndefined();
   });
 
-  test('acquireFenceWithSnapshot takes nothing when a writer commits while it waits for the row', async ({
+  test('acquireFenceWithSnapshot takes nothing, without waiting, while a writer holds the row', async ({
     pg,
   }) => {
+    // Its snapshot would predate the writer's message: returning it with the newer row would lose
+    // the message. Null at once (the caller takes the fence apart), and the fence is not bumped.
     const { tenant, session } = await makeSessionWithTenant(pg.db);
     const old = await acquireFence(pg.db, tenant.id, session.id);
     const ids = { tenantId: tenant.id, sessionId: session.id, fence: old };
-    // Its snapshot predates the message: returning it with the newer row would lose the message.
     expect(
       await whileAWriterHoldsTheRow(
         pg.db,
         ids,
         () => acquireFenceWithSnapshot(pg.db, tenant.id, session.id),
         {
-          parks: true,
+          parks: false,
         },
       ),
     ).toBeNull();
@@ -358,7 +372,7 @@ describe('fence', () => {
   });
 });
 
-describe('acquireFencesWithChanges (group commit of step fences)', () => {
+describe('acquireStepFences (group commit of step fences)', () => {
   test('each session gets fence + 1, its row and the changes since its own revision', async ({ pg }) => {
     const { tenantId, ids } = await makeSessions(pg.db, 4);
     const revs: number[] = [];
@@ -372,10 +386,10 @@ describe('acquireFencesWithChanges (group commit of step fences)', () => {
     const expected = await Promise.all(
       ids.map((id, i) => historyChangesSince(pg.db, tenantId, id, revs[i]!)),
     );
-    const results = await acquireFencesWithChanges(
+    const results = (await acquireStepFences(
       pg.db,
       ids.map((sessionId, i) => ({ tenantId, sessionId, rev: revs[i]! })),
-    );
+    )) as Array<FenceWithChanges | null>;
     for (const [i, id] of ids.entries()) {
       const taken = results[i];
       expect(taken?.fence).toBe(before[i]! + 1);
@@ -385,10 +399,86 @@ describe('acquireFencesWithChanges (group commit of step fences)', () => {
     }
   });
 
+  test('a session asked without a revision gets its whole log from the boundary, beside the changes of the others', async ({
+    pg,
+  }) => {
+    const { tenantId, ids } = await makeSessions(pg.db, 4);
+    const revs: number[] = [];
+    for (const id of ids) {
+      await appendText(pg.db, tenantId, id, ['one', 'one, again']);
+      revs.push((await loadHistorySnapshot(pg.db, tenantId, id, null))!.rev);
+      await appendText(pg.db, tenantId, id, ['two', 'two, again']);
+    }
+    // The last session's log starts at its second message (a compaction boundary).
+    const boundary = (await getSession(pg.db, tenantId, ids[3]!))!.lastSeq;
+    await pg.db.updateTable('sessions').set({ boundary_seq: boundary }).where('id', '=', ids[3]!).execute();
+    // Sessions 0 and 2 are cached here (their revision), 1 and 3 are not (the whole log).
+    const requests = ids.map((sessionId, i) => ({
+      tenantId,
+      sessionId,
+      rev: i % 2 === 0 ? revs[i]! : undefined,
+    }));
+    const changes = await historyChangesSince(pg.db, tenantId, ids[0]!, revs[0]!);
+    const whole = [
+      await loadHistorySnapshot(pg.db, tenantId, ids[1]!, null),
+      await loadHistorySnapshot(pg.db, tenantId, ids[3]!, boundary),
+    ];
+    const results = await acquireStepFences(pg.db, requests);
+    for (const [i, id] of ids.entries()) {
+      expect(results[i]?.fence).toBe(1);
+      expect(results[i]?.session).toEqual(await getSession(pg.db, tenantId, id));
+    }
+    const [a, b, c, d] = results as [
+      FenceWithChanges,
+      FenceWithSnapshot,
+      FenceWithChanges,
+      FenceWithSnapshot,
+    ];
+    expect(a.changes).toEqual(changes);
+    expect(c.changes.messages).toHaveLength(1);
+    expect('snapshot' in a || 'changes' in b).toBe(false);
+    expect(b.snapshot).toEqual(whole[0]);
+    expect(b.snapshot?.history).toHaveLength(2);
+    expect(d.snapshot).toEqual(whole[1]);
+    expect(d.snapshot?.history.map((m) => m.info.seq)).toEqual([boundary]);
+  });
+
+  test('whole logs share one byte budget per statement, in request order; a session past it gets its fence alone', async ({
+    pg,
+  }) => {
+    const { tenantId, ids } = await makeSessions(pg.db, 4);
+    for (const id of ids) await appendText(pg.db, tenantId, id, ['x'.repeat(400)]);
+    const one = await loadHistorySnapshot(pg.db, tenantId, ids[0]!, null);
+    const bytes = await storedLogBytes(pg.db, ids[0]!);
+    // Room for two whole logs; the third session's would pass it. A cached session (the last)
+    // reads only its changes and is not counted.
+    const results = await acquireStepFences(
+      pg.db,
+      [
+        { tenantId, sessionId: ids[0]! },
+        { tenantId, sessionId: ids[1]! },
+        { tenantId, sessionId: ids[2]! },
+        { tenantId, sessionId: ids[3]!, rev: 0 },
+      ],
+      bytes * 2 + bytes / 2,
+    );
+    expect(results.map((r) => r?.fence)).toEqual([1, 1, 1, 1]);
+    const [a, b, c, d] = results as [
+      FenceWithSnapshot,
+      FenceWithSnapshot,
+      FenceWithSnapshot,
+      FenceWithChanges,
+    ];
+    expect(a.snapshot).toEqual(one);
+    expect(b.snapshot?.history).toHaveLength(1);
+    expect(c.snapshot).toBeUndefined();
+    expect(d.changes.messages).toHaveLength(1);
+  });
+
   test("another tenant's session answers null and keeps its fence; the others are taken", async ({ pg }) => {
     const mine = await makeSessions(pg.db, 2);
     const theirs = await makeSessionWithTenant(pg.db);
-    const results = await acquireFencesWithChanges(pg.db, [
+    const results = await acquireStepFences(pg.db, [
       { tenantId: mine.tenantId, sessionId: mine.ids[0]!, rev: 0 },
       { tenantId: mine.tenantId, sessionId: theirs.session.id, rev: 0 },
       { tenantId: mine.tenantId, sessionId: mine.ids[1]!, rev: 0 },
@@ -407,29 +497,32 @@ describe('acquireFencesWithChanges (group commit of step fences)', () => {
     const old = await acquireFence(pg.db, tenantId, ids[1]!);
     const snaps = await Promise.all(ids.map((id) => loadHistorySnapshot(pg.db, tenantId, id, null)));
     const held = { tenantId, sessionId: ids[1]!, fence: old };
-    const [results, lone] = await whileAWriterHoldsTheRow(
+    const [results, lone, loneWhole] = await whileAWriterHoldsTheRow(
       pg.db,
       held,
       async () => [
-        await acquireFencesWithChanges(
+        // The first session asks for its whole log: the kinds share the statement.
+        await acquireStepFences(
           pg.db,
-          ids.map((sessionId, i) => ({ tenantId, sessionId, rev: snaps[i]!.rev })),
+          ids.map((sessionId, i) => ({ tenantId, sessionId, rev: i === 0 ? undefined : snaps[i]!.rev })),
         ),
         // Alone as well: the statement of one session does not wait either.
-        await acquireFencesWithChanges(pg.db, [{ tenantId, sessionId: ids[1]!, rev: snaps[1]!.rev }]),
+        await acquireStepFences(pg.db, [{ tenantId, sessionId: ids[1]!, rev: snaps[1]!.rev }]),
+        await acquireStepFences(pg.db, [{ tenantId, sessionId: ids[1]! }]),
       ],
       { parks: false },
     );
     expect(results![1]).toBeNull();
     for (const i of [0, 2]) expect(results![i]?.fence).toBe(1);
     expect(lone).toEqual([null]);
+    expect(loneWhole).toEqual([null]);
     expect(await currentFence(pg.db, tenantId, ids[1]!)).toBe(old);
   });
 
   test('one fence per session in a batch', async ({ pg }) => {
     const { tenantId, ids } = await makeSessions(pg.db, 1);
     const twice = [0, 0].map(() => ({ tenantId, sessionId: ids[0]!, rev: 0 }));
-    await expect(acquireFencesWithChanges(pg.db, twice)).rejects.toBeInstanceOf(TypeError);
+    await expect(acquireStepFences(pg.db, twice)).rejects.toBeInstanceOf(TypeError);
     expect(await currentFence(pg.db, tenantId, ids[0]!)).toBe(0);
   });
 });

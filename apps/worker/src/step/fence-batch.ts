@@ -1,20 +1,20 @@
 import {
-  acquireFencesWithChanges,
-  acquireFenceWithChanges,
+  acquireStepFences,
   type Db,
   type FenceRequest,
-  type FenceWithChanges,
   GroupCommit,
   type GroupCommitOptions,
   groupCommitOptions,
+  type StepFence,
 } from '@loopline/db';
 import { perDeps } from '../per-deps.ts';
 
-// Group commit of step fences (docs/decisions.md D41). A step job whose worker holds the session's
-// log opens with one statement: the fence bump with the log's changes since the cached revision
+// Group commit of step fences (docs/decisions.md D41, D43). A step job opens with one statement: the
+// fence bump with the session's log, its changes since the revision this worker has cached, or the
+// whole log when it has none (the session's first step here: after a restart, every session's)
 // (lease-runner.ts). With many sessions stepping, those statements queue for the worker's
 // connections as the starts do (D40); at most `concurrency` run at once, and the fences that
-// arrive meanwhile go together in the next one (db acquireFencesWithChanges). Alone or batched, the
+// arrive meanwhile go together in the next one (db acquireStepFences). Alone or batched, the
 // statement never waits for a row lock: a session whose row another transaction holds, or that
 // was written meanwhile, answers null, as the single statement does after a wait, and the caller
 // takes that fence outside the group commit (lease-runner.ts), so only its own job waits.
@@ -22,7 +22,7 @@ import { perDeps } from '../per-deps.ts';
 // As the starts: one statement at a time, so that the fences that queue behind it go together.
 export const DEFAULT_FENCE_BATCH: GroupCommitOptions = { concurrency: 1, maxBatch: 64 };
 
-export type StepFences = GroupCommit<FenceRequest, FenceWithChanges | null>;
+export type StepFences = GroupCommit<FenceRequest, StepFence | null>;
 
 /** The worker's step-fence group commit on `db`. `onStatement`: told the fences of every statement. */
 export function createStepFences(
@@ -30,11 +30,11 @@ export function createStepFences(
   opts: Partial<GroupCommitOptions> = DEFAULT_FENCE_BATCH,
   onStatement?: (fences: number) => void,
 ): StepFences {
-  return new GroupCommit<FenceRequest, FenceWithChanges | null>(
+  return new GroupCommit<FenceRequest, StepFence | null>(
     {
       key: (r) => r.sessionId,
-      one: (r) => acquireFenceWithChanges(db, r.tenantId, r.sessionId, r.rev),
-      many: async (requests) => (await acquireFencesWithChanges(db, requests)).map((value) => ({ value })),
+      one: async (r) => (await acquireStepFences(db, [r]))[0] ?? null,
+      many: async (requests) => (await acquireStepFences(db, requests)).map((value) => ({ value })),
     },
     groupCommitOptions(opts, DEFAULT_FENCE_BATCH),
     onStatement,

@@ -5,28 +5,52 @@ import {
   type ChangedMessage,
   type ChangedPart,
   type FenceWithChanges,
+  type FenceWithSnapshot,
   fenceWithChangesOf,
+  fenceWithSnapshotOf,
 } from './history-revision.ts';
 
-// A step job's fence with its log's changes (acquireFenceWithSession and historyChangesSince(rev)
-// in ONE statement), for one session or for a batch of them (the worker's group commit,
-// docs/decisions.md D41). Per session: the fence goes up only if the row is still the version the
-// statement's snapshot saw (`xmin`), so the changes read from that snapshot are the log as of the
-// row returned (docs/durability.md §3). It never waits for a row lock: a session whose row another
-// transaction holds is skipped (SKIP LOCKED) and answers null, as a row written meanwhile does,
-// and the caller then takes that fence apart (a plain fence, which waits, then the log). Why: the
-// holder may be the session's previous runner, frozen or cut off in the middle of a transaction;
-// a statement of the group commit that waited for it would hold up every other session's step on
-// this worker. A statement that fails fails for all of its sessions (one transaction); the caller
-// retries each alone.
+// A step job's fence with its log, in ONE statement, for one session or for a batch of them (the
+// worker's group commit, docs/decisions.md D41, D43). Per session, what the worker holds decides
+// what is read with the fence: the changes since the revision of its cached log
+// (acquireFenceWithSession + historyChangesSince(rev)), or, with no cached log (the session's first
+// step on this worker), the whole log from the boundary (acquireFenceWithSession +
+// loadHistorySnapshot). The fence goes up only if the row is still the version the statement's
+// snapshot saw (`xmin`), so the log read from that snapshot is the log as of the row returned
+// (docs/durability.md §3). It never waits for a row lock: a session whose row another transaction
+// holds is skipped (SKIP LOCKED) and answers null, as a row written meanwhile does, and the caller
+// then takes that fence apart (a plain fence, which waits, then the log). Why: the holder may be
+// the session's previous runner, frozen or cut off in the middle of a transaction; a statement of
+// the group commit that waited for it would hold up every other session's step on this worker. A
+// statement that fails fails for all of its sessions (one transaction); the caller retries each
+// alone.
 
 export interface FenceRequest {
   tenantId: string;
   sessionId: string;
-  /** The revision of the worker's cached log: changes after it come back. */
-  rev: number;
+  /**
+   * The revision of the worker's cached log: the changes after it come back. Absent when the
+   * worker holds no log of the session: the whole log from the boundary comes back.
+   */
+  rev?: number | undefined;
 }
 
+/** A step's fence with its log: the changes (a revision was given), or the whole log (none was). */
+export type StepFence = FenceWithChanges | FenceWithSnapshot;
+
+/**
+ * Above this many bytes (PostgreSQL's stored size of the rows) a statement stops aggregating whole
+ * logs into its reply: counted over the batch's sessions in request order, a session whose log
+ * would pass it gets its fence without the log, which it then reads on its own (row by row). One
+ * aggregated value stays far below jsonb's 256 MiB limit, and a batch of first steps after a
+ * restart cannot bring a worker hundreds of MiB in one reply.
+ */
+export const SNAPSHOT_WITH_FENCE_MAX_BYTES = 8 * 1024 * 1024;
+
+// `f`: the fence bump of every session taken. `wm`/`wp`: the whole logs asked for (rev null): the
+// live messages from the guarded row's boundary and their parts. `fits`: the sessions whose whole
+// log stays within the statement's byte budget, in request order. Changes are read per session by
+// its revision index (a CASE evaluates only the branch it takes).
 const STATEMENT = `with input as (
     select * from jsonb_to_recordset($1::jsonb) as i(ord int, session_id text, tenant_id text, rev bigint)
   ), snap as (
@@ -43,25 +67,68 @@ const STATEMENT = `with input as (
     where s.id = i.session_id and s.tenant_id = i.tenant_id and s.xmin = snap.xmin
       and s.id in (select id from locked)
     returning s.*, i.ord as batch_ord, i.rev as batch_since
+  ), wm as (
+    select m.session_id, m.tenant_id, m.id, m.seq, m.info, m.rev from f
+    join messages m on m.session_id = f.id and m.tenant_id = f.tenant_id
+    where f.batch_since is null and m.reverted = false
+      and (f.boundary_seq is null or m.seq >= f.boundary_seq)
+  ), wp as (
+    select p.session_id, p.id, p.message_id, p.seq, p.data, p.tokens, p.rev from wm
+    join parts p on p.message_id = wm.id and p.session_id = wm.session_id and p.tenant_id = wm.tenant_id
+  ), wsize as (
+    select session_id, sum(b) as bytes from (
+      select session_id, pg_column_size(info) as b from wm
+      union all
+      select session_id, pg_column_size(data) from wp
+    ) x group by session_id
+  ), fits as (
+    select id from (
+      select f.id, sum(coalesce(wsize.bytes, 0)) over (order by f.batch_ord) as total
+      from f left join wsize on wsize.session_id = f.id
+      where f.batch_since is null
+    ) t where total <= $2
+  ), hm as (
+    select session_id, jsonb_agg(jsonb_build_array(id, seq, info, false, rev) order by seq) as agg
+    from wm where session_id in (select id from fits) group by session_id
+  ), hp as (
+    select session_id, jsonb_agg(jsonb_build_array(id, message_id, seq, data, tokens, rev) order by seq) as agg
+    from wp where session_id in (select id from fits) group by session_id
   )
   select f.*,
-    (select coalesce(jsonb_agg(jsonb_build_array(id, seq, info, reverted, rev) order by seq), '[]'::jsonb)
-      from messages m where m.session_id = f.id and m.tenant_id = f.tenant_id and m.rev > f.batch_since) as cm,
-    (select coalesce(jsonb_agg(jsonb_build_array(id, message_id, seq, data, tokens, rev) order by seq), '[]'::jsonb)
-      from parts p where p.session_id = f.id and p.tenant_id = f.tenant_id and p.rev > f.batch_since) as cp
-  from f`;
+    case when f.batch_since is not null then
+      (select coalesce(jsonb_agg(jsonb_build_array(id, seq, info, reverted, rev) order by seq), '[]'::jsonb)
+        from messages m where m.session_id = f.id and m.tenant_id = f.tenant_id and m.rev > f.batch_since)
+    end as cm,
+    case when f.batch_since is not null then
+      (select coalesce(jsonb_agg(jsonb_build_array(id, message_id, seq, data, tokens, rev) order by seq), '[]'::jsonb)
+        from parts p where p.session_id = f.id and p.tenant_id = f.tenant_id and p.rev > f.batch_since)
+    end as cp,
+    case when f.id in (select id from fits) then coalesce(hm.agg, '[]'::jsonb) end as hm,
+    case when f.id in (select id from fits) then coalesce(hp.agg, '[]'::jsonb) end as hp
+  from f
+  left join hm on hm.session_id = f.id
+  left join hp on hp.session_id = f.id`;
 
-type Row = SessionRow & { cm: ChangedMessage[]; cp: ChangedPart[]; batch_ord: number; batch_since: number };
+type Row = SessionRow & {
+  cm: ChangedMessage[] | null;
+  cp: ChangedPart[] | null;
+  hm: ChangedMessage[] | null;
+  hp: ChangedPart[] | null;
+  batch_ord: number;
+  batch_since: number | null;
+};
 
 /**
- * acquireFenceWithChanges for one or several sessions in one statement that never waits for a row
- * lock. Outcomes in request order: the fence with the changes, or null (the row was held by
- * another transaction, written meanwhile, or is not this tenant's): then take the fence apart.
+ * Step fences for one or several sessions in one statement that never waits for a row lock.
+ * Outcomes in request order: the fence with the changes since `rev` (or with the whole log, absent
+ * when it does not fit the statement's byte budget), or null (the row was held by another
+ * transaction, written meanwhile, or is not this tenant's): then take the fence apart.
  */
-export async function acquireFencesWithChanges(
+export async function acquireStepFences(
   db: Db,
   requests: readonly FenceRequest[],
-): Promise<Array<FenceWithChanges | null>> {
+  maxBytes = SNAPSHOT_WITH_FENCE_MAX_BYTES,
+): Promise<Array<StepFence | null>> {
   if (requests.length === 0) return [];
   if (new Set(requests.map((r) => r.sessionId)).size !== requests.length)
     throw new TypeError('a batch of fences holds one fence per session');
@@ -69,24 +136,41 @@ export async function acquireFencesWithChanges(
     ord,
     session_id: r.sessionId,
     tenant_id: r.tenantId,
-    rev: r.rev,
+    rev: r.rev ?? null,
   }));
-  const { rows } = await db.executeQuery<Row>(CompiledQuery.raw(STATEMENT, [JSON.stringify(input)]));
+  const { rows } = await db.executeQuery<Row>(
+    CompiledQuery.raw(STATEMENT, [JSON.stringify(input), maxBytes]),
+  );
   const byOrd = new Map<number, Row>(rows.map((r) => [r.batch_ord, r]));
   return requests.map(({ sessionId, rev }, ord) => {
     const row = byOrd.get(ord);
     if (!row) return null;
-    const { batch_ord: _ord, batch_since: _since, ...sessionRow } = row;
-    return fenceWithChangesOf(sessionRow, sessionId, rev);
+    const { batch_ord: _ord, batch_since: _since, cm, cp, hm, hp, ...sessionRow } = row;
+    return rev !== undefined
+      ? fenceWithChangesOf({ ...sessionRow, cm: cm ?? [], cp: cp ?? [] }, sessionId, rev)
+      : fenceWithSnapshotOf(sessionRow, hm && hp ? { hm, hp } : undefined, sessionId);
   });
 }
 
-/** acquireFencesWithChanges for one session: its fence with the changes since `rev`, or null. */
+/** acquireStepFences for one session with a cached log: its fence with the changes since `rev`, or null. */
 export async function acquireFenceWithChanges(
   db: Db,
   tenantId: string,
   sessionId: string,
   rev: number,
 ): Promise<FenceWithChanges | null> {
-  return (await acquireFencesWithChanges(db, [{ tenantId, sessionId, rev }]))[0] ?? null;
+  return (await acquireStepFences(db, [{ tenantId, sessionId, rev }]))[0] as FenceWithChanges | null;
+}
+
+/**
+ * acquireStepFences for one session without a cached log: its fence with the whole log from the
+ * boundary (absent above `maxBytes`: read it apart), or null.
+ */
+export async function acquireFenceWithSnapshot(
+  db: Db,
+  tenantId: string,
+  sessionId: string,
+  maxBytes = SNAPSHOT_WITH_FENCE_MAX_BYTES,
+): Promise<FenceWithSnapshot | null> {
+  return (await acquireStepFences(db, [{ tenantId, sessionId }], maxBytes))[0] as FenceWithSnapshot | null;
 }

@@ -172,70 +172,27 @@ export function fenceWithChangesOf(
   return { fence: session.fence, session, changes: { messages, parts, rev: max, lastSeq: session.lastSeq } };
 }
 
-/**
- * Above this many bytes (PostgreSQL's stored size of the rows) acquireFenceWithSnapshot returns the
- * fence without the log, which is then read on its own: one aggregated value stays far below
- * jsonb's 256 MiB limit, and a long log keeps loadHistorySnapshot's row-by-row transfer.
- */
-export const SNAPSHOT_WITH_FENCE_MAX_BYTES = 8 * 1024 * 1024;
+/** What acquireFenceWithSnapshot returns for a session: `snapshot` absent when it did not fit. */
+export interface FenceWithSnapshot {
+  fence: number;
+  session: SessionInfo;
+  snapshot?: HistorySnapshot;
+}
 
-/**
- * acquireFenceWithSession and loadHistorySnapshot(from the session's boundary) in ONE statement,
- * for a job whose worker has no cached log of the session (its first step there). Null when the
- * row changed while the statement waited for its lock (or is gone): then take them apart. Unlike
- * acquireFenceWithChanges (fence-batch.ts) it waits for a held row: it is never group-committed. `snapshot` is absent when the log is larger
- * than `maxBytes` (the fence is taken; the caller reads the log on its own).
- */
-export async function acquireFenceWithSnapshot(
-  db: Db,
-  tenantId: string,
+/** The session row the fence statement returned, with its whole log aggregated (hm, hp) if it fit. */
+export function fenceWithSnapshotOf(
+  sessionRow: SessionRow,
+  log: { hm: ChangedMessage[]; hp: ChangedPart[] } | undefined,
   sessionId: string,
-  maxBytes = SNAPSHOT_WITH_FENCE_MAX_BYTES,
-): Promise<{ fence: number; session: SessionInfo; snapshot?: HistorySnapshot } | null> {
-  // The row as the statement's snapshot sees it: its xmin guards the update (a newer version fails
-  // it, so the log read below and the row returned are of the same moment), its boundary_seq
-  // starts the log.
-  const { rows } = await sql<SessionRow & { hm: ChangedMessage[] | null; hp: ChangedPart[] | null }>`
-    with snap as (
-      select xmin, boundary_seq from sessions where id = ${sessionId} and tenant_id = ${tenantId}
-    ),
-    f as (
-      update sessions set fence = fence + 1, updated_at = now()
-      where id = ${sessionId} and tenant_id = ${tenantId} and xmin = (select xmin from snap)
-      returning *
-    ),
-    m as (
-      select id, seq, info, rev from messages
-      where session_id = ${sessionId} and tenant_id = ${tenantId} and reverted = false
-        and ((select boundary_seq from snap) is null or seq >= (select boundary_seq from snap))
-    ),
-    p as (
-      select id, message_id, seq, data, tokens, rev from parts
-      where tenant_id = ${tenantId} and session_id = ${sessionId} and message_id = any(array(select id from m))
-    ),
-    fits as (
-      select coalesce((select sum(pg_column_size(info)) from m), 0)
-        + coalesce((select sum(pg_column_size(data)) from p), 0) <= ${maxBytes} as ok
-    )
-    select f.*,
-      case when (select ok from fits) then
-        (select coalesce(jsonb_agg(jsonb_build_array(id, seq, info, false, rev) order by seq), '[]'::jsonb) from m)
-      end as hm,
-      case when (select ok from fits) then
-        (select coalesce(jsonb_agg(jsonb_build_array(id, message_id, seq, data, tokens, rev) order by seq), '[]'::jsonb) from p)
-      end as hp
-    from f`.execute(db);
-  const row = rows[0];
-  if (!row) return null;
-  const { hm, hp, ...sessionRow } = row;
-  const session = toSession(sessionRow as SessionRow);
-  if (!hm || !hp) return { fence: session.fence, session };
-  const snapRows: Row[] = [];
-  for (const [id, seq, data, reverted, rev] of hm)
-    snapRows.push({ k: 'm', id, message_id: null, seq, data, reverted, tokens: 0, rev });
-  for (const [id, messageId, seq, data, tokens, rev] of hp)
-    snapRows.push({ k: 'p', id, message_id: messageId, seq, data, reverted: false, tokens, rev });
-  return { fence: session.fence, session, snapshot: snapshotOf(snapRows, sessionId, session.lastSeq) };
+): FenceWithSnapshot {
+  const session = toSession(sessionRow);
+  if (!log) return { fence: session.fence, session };
+  const rows: Row[] = [];
+  for (const [id, seq, data, reverted, rev] of log.hm)
+    rows.push({ k: 'm', id, message_id: null, seq, data, reverted, tokens: 0, rev });
+  for (const [id, messageId, seq, data, tokens, rev] of log.hp)
+    rows.push({ k: 'p', id, message_id: messageId, seq, data, reverted: false, tokens, rev });
+  return { fence: session.fence, session, snapshot: snapshotOf(rows, sessionId, session.lastSeq) };
 }
 
 export type ChangedMessage = [id: string, seq: number, info: unknown, reverted: boolean, rev: number];
