@@ -47,11 +47,10 @@ export type StepFence = FenceWithChanges | FenceWithSnapshot;
  */
 export const SNAPSHOT_WITH_FENCE_MAX_BYTES = 8 * 1024 * 1024;
 
-// `f`: the fence bump of every session taken. `wm`/`wp`: the whole logs asked for (rev null): the
-// live messages from the guarded row's boundary and their parts. `fits`: the sessions whose whole
-// log stays within the statement's byte budget, in request order. Changes are read per session by
-// its revision index (a CASE evaluates only the branch it takes).
-const STATEMENT = `with input as (
+// `f`: the fence bump of every session taken, each with its revision (`batch_since`, null for a
+// whole log). Each session's rows are read by its own index scans; a CASE evaluates only the
+// branch it takes.
+const FENCES = `with input as (
     select * from jsonb_to_recordset($1::jsonb) as i(ord int, session_id text, tenant_id text, rev bigint)
   ), snap as (
     select s.id, s.xmin from sessions s
@@ -67,34 +66,9 @@ const STATEMENT = `with input as (
     where s.id = i.session_id and s.tenant_id = i.tenant_id and s.xmin = snap.xmin
       and s.id in (select id from locked)
     returning s.*, i.ord as batch_ord, i.rev as batch_since
-  ), wm as (
-    select m.session_id, m.tenant_id, m.id, m.seq, m.info, m.rev from f
-    join messages m on m.session_id = f.id and m.tenant_id = f.tenant_id
-    where f.batch_since is null and m.reverted = false
-      and (f.boundary_seq is null or m.seq >= f.boundary_seq)
-  ), wp as (
-    select p.session_id, p.id, p.message_id, p.seq, p.data, p.tokens, p.rev from wm
-    join parts p on p.message_id = wm.id and p.session_id = wm.session_id and p.tenant_id = wm.tenant_id
-  ), wsize as (
-    select session_id, sum(b) as bytes from (
-      select session_id, pg_column_size(info) as b from wm
-      union all
-      select session_id, pg_column_size(data) from wp
-    ) x group by session_id
-  ), fits as (
-    select id from (
-      select f.id, sum(coalesce(wsize.bytes, 0)) over (order by f.batch_ord) as total
-      from f left join wsize on wsize.session_id = f.id
-      where f.batch_since is null
-    ) t where total <= $2
-  ), hm as (
-    select session_id, jsonb_agg(jsonb_build_array(id, seq, info, false, rev) order by seq) as agg
-    from wm where session_id in (select id from fits) group by session_id
-  ), hp as (
-    select session_id, jsonb_agg(jsonb_build_array(id, message_id, seq, data, tokens, rev) order by seq) as agg
-    from wp where session_id in (select id from fits) group by session_id
-  )
-  select f.*,
+  )`;
+
+const CHANGES = `
     case when f.batch_since is not null then
       (select coalesce(jsonb_agg(jsonb_build_array(id, seq, info, reverted, rev) order by seq), '[]'::jsonb)
         from messages m where m.session_id = f.id and m.tenant_id = f.tenant_id and m.rev > f.batch_since)
@@ -102,18 +76,50 @@ const STATEMENT = `with input as (
     case when f.batch_since is not null then
       (select coalesce(jsonb_agg(jsonb_build_array(id, message_id, seq, data, tokens, rev) order by seq), '[]'::jsonb)
         from parts p where p.session_id = f.id and p.tenant_id = f.tenant_id and p.rev > f.batch_since)
-    end as cp,
-    case when f.id in (select id from fits) then coalesce(hm.agg, '[]'::jsonb) end as hm,
-    case when f.id in (select id from fits) then coalesce(hp.agg, '[]'::jsonb) end as hp
-  from f
-  left join hm on hm.session_id = f.id
-  left join hp on hp.session_id = f.id`;
+    end as cp`;
+
+// A whole log: the live messages from the guarded row's boundary, and their parts.
+const LIVE_MESSAGES = `messages m
+        where m.session_id = f.id and m.tenant_id = f.tenant_id and m.reverted = false
+          and (f.boundary_seq is null or m.seq >= f.boundary_seq)`;
+const LIVE_PARTS = `messages m
+        join parts p on p.message_id = m.id and p.session_id = m.session_id and p.tenant_id = m.tenant_id
+        where m.session_id = f.id and m.tenant_id = f.tenant_id and m.reverted = false
+          and (f.boundary_seq is null or m.seq >= f.boundary_seq)`;
+
+/** Only cached sessions in the batch: their changes. */
+const CHANGES_STATEMENT = `${FENCES}
+  select f.*,${CHANGES}
+  from f`;
+
+/**
+ * Some sessions without a cached log: `whole` is each one's stored size, `fits` the sessions whose
+ * whole log stays within the statement's byte budget ($2), counted in request order.
+ */
+const WHOLE_LOGS_STATEMENT = `${FENCES}, whole as (
+    select f.id, f.batch_ord,
+      (select coalesce(sum(pg_column_size(m.info)), 0) from ${LIVE_MESSAGES})
+      + (select coalesce(sum(pg_column_size(p.data)), 0) from ${LIVE_PARTS}) as bytes
+    from f where f.batch_since is null
+  ), fits as (
+    select id from (select id, sum(bytes) over (order by batch_ord) as total from whole) t where total <= $2
+  )
+  select f.*,${CHANGES},
+    case when f.id in (select id from fits) then
+      (select coalesce(jsonb_agg(jsonb_build_array(m.id, m.seq, m.info, false, m.rev) order by m.seq), '[]'::jsonb)
+        from ${LIVE_MESSAGES})
+    end as hm,
+    case when f.id in (select id from fits) then
+      (select coalesce(jsonb_agg(jsonb_build_array(p.id, p.message_id, p.seq, p.data, p.tokens, p.rev) order by p.seq), '[]'::jsonb)
+        from ${LIVE_PARTS})
+    end as hp
+  from f`;
 
 type Row = SessionRow & {
   cm: ChangedMessage[] | null;
   cp: ChangedPart[] | null;
-  hm: ChangedMessage[] | null;
-  hp: ChangedPart[] | null;
+  hm?: ChangedMessage[] | null;
+  hp?: ChangedPart[] | null;
   batch_ord: number;
   batch_since: number | null;
 };
@@ -138,9 +144,12 @@ export async function acquireStepFences(
     tenant_id: r.tenantId,
     rev: r.rev ?? null,
   }));
-  const { rows } = await db.executeQuery<Row>(
-    CompiledQuery.raw(STATEMENT, [JSON.stringify(input), maxBytes]),
-  );
+  // Two texts, each prepared once per connection: the common case (every session cached) does not
+  // plan the whole-log reads.
+  const query = input.some((i) => i.rev === null)
+    ? CompiledQuery.raw(WHOLE_LOGS_STATEMENT, [JSON.stringify(input), maxBytes])
+    : CompiledQuery.raw(CHANGES_STATEMENT, [JSON.stringify(input)]);
+  const { rows } = await db.executeQuery<Row>(query);
   const byOrd = new Map<number, Row>(rows.map((r) => [r.batch_ord, r]));
   return requests.map(({ sessionId, rev }, ord) => {
     const row = byOrd.get(ord);
