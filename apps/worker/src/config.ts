@@ -182,7 +182,7 @@ export const startBatchEnv = z.object({
 export const fenceBatchEnv = z.object({
   WORKER_FENCE_CONCURRENCY: envInt(
     DEFAULT_FENCE_BATCH.concurrency,
-    "step-fence statements (the fence with the cached log's changes) a worker runs at once; fences that arrive while they are all busy are taken together in the next one",
+    "step-fence statements (a step's fence with its log: the cached log's changes, or the whole log on a session's first step here) a worker runs at once; fences that arrive while they are all busy are taken together in the next one",
     { min: 1, max: 1_000 },
   ),
   WORKER_FENCE_BATCH_MAX: envInt(
