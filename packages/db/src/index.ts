@@ -82,7 +82,6 @@ export {
   acquireFenceWithSnapshot,
   acquireStepFences,
   type FenceRequest,
-  SNAPSHOT_WITH_FENCE_MAX_BYTES,
   type StepFence,
 } from './repo/fence-batch.ts';
 export {
