@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { LooplineError } from '@loopline/core';
 import { sql } from 'kysely';
 import { describe, expect } from 'vitest';
@@ -473,6 +474,20 @@ describe('acquireStepFences (group commit of step fences)', () => {
     expect(b.snapshot?.history).toHaveLength(1);
     expect(c.snapshot).toBeUndefined();
     expect(d.changes.messages).toHaveLength(1);
+    // A log larger than the whole budget gets its fence alone and does not crowd out the next.
+    // (Random text: PostgreSQL would compress a repeated one to a few bytes.)
+    await appendText(pg.db, tenantId, ids[0]!, [randomBytes(3_000).toString('base64')]);
+    const [big, small] = (await acquireStepFences(
+      pg.db,
+      [
+        { tenantId, sessionId: ids[0]! },
+        { tenantId, sessionId: ids[1]! },
+      ],
+      bytes * 2 + bytes / 2,
+    )) as [FenceWithSnapshot, FenceWithSnapshot];
+    expect(big.fence).toBe(2);
+    expect(big.snapshot).toBeUndefined();
+    expect(small.snapshot?.history).toHaveLength(1);
   });
 
   test("another tenant's session answers null and keeps its fence; the others are taken", async ({ pg }) => {

@@ -41,7 +41,8 @@ export type StepFence = FenceWithChanges | FenceWithSnapshot;
 /**
  * Above this many bytes (PostgreSQL's stored size of the rows) a statement stops aggregating whole
  * logs into its reply: counted over the batch's sessions in request order, a session whose log
- * would pass it gets its fence without the log, which it then reads on its own (row by row). One
+ * would pass it gets its fence without the log, which it then reads on its own (row by row); a log
+ * larger than the whole budget is left out of the count. One
  * aggregated value stays far below jsonb's 256 MiB limit, and a batch of first steps after a
  * restart cannot bring a worker hundreds of MiB in one reply.
  */
@@ -94,7 +95,8 @@ const CHANGES_STATEMENT = `${FENCES}
 
 /**
  * Some sessions without a cached log: `whole` is each one's stored size, `fits` the sessions whose
- * whole log stays within the statement's byte budget ($2), counted in request order.
+ * whole log stays within the statement's byte budget ($2), counted in request order; a log larger
+ * than the whole budget is not counted, so it cannot crowd out the smaller ones behind it.
  */
 const WHOLE_LOGS_STATEMENT = `${FENCES}, whole as (
     select f.id, f.batch_ord,
@@ -102,7 +104,10 @@ const WHOLE_LOGS_STATEMENT = `${FENCES}, whole as (
       + (select coalesce(sum(pg_column_size(p.data)), 0) from ${LIVE_PARTS}) as bytes
     from f where f.batch_since is null
   ), fits as (
-    select id from (select id, sum(bytes) over (order by batch_ord) as total from whole) t where total <= $2
+    select id from (
+      select id, bytes, sum(case when bytes <= $2::bigint then bytes else 0 end) over (order by batch_ord) as total
+      from whole
+    ) t where bytes <= $2::bigint and total <= $2::bigint
   )
   select f.*,${CHANGES},
     case when f.id in (select id from fits) then
