@@ -6,6 +6,7 @@ import {
   type EgressPurpose,
   type Resolve,
 } from '@loopline/egress';
+import { perDeps } from './per-deps.ts';
 
 // The worker's egress gates (packages/egress): one per purpose, made once per process (each
 // holds its own connection pool), with the byte and time caps the operator set.
@@ -52,17 +53,11 @@ export function workerEgress(
   };
 }
 
-const defaults = new WeakMap<object, WorkerEgress>();
+const defaultEgress = perDeps((_deps: object) => workerEgress());
 
 /** The deps' gates; deps without any get gates that refuse every private address (made once). */
 export function egressOf(deps: { egress?: WorkerEgress | undefined }): WorkerEgress {
-  if (deps.egress) return deps.egress;
-  let egress = defaults.get(deps);
-  if (!egress) {
-    egress = workerEgress();
-    defaults.set(deps, egress);
-  }
-  return egress;
+  return deps.egress ?? defaultEgress(deps);
 }
 
 /** Closes every gate's connections (shutdown). */

@@ -4,6 +4,7 @@ import { agentCredentialAad } from '@loopline/egress';
 import { builtinProviders, createModel, type Model, type Provider, parseModelRef } from '@loopline/llm';
 import type { WorkerDeps } from './deps.ts';
 import { egressOf } from './egress.ts';
+import { perDeps } from './per-deps.ts';
 
 // The model of a call (step, title, compaction summary): where it goes and with which key.
 // - An agent without `baseURL`: its model names an operator provider (`<provider>/<id>`); the
@@ -14,17 +15,14 @@ import { egressOf } from './egress.ts';
 
 type Deps = Pick<WorkerDeps, 'db' | 'llm' | 'egress' | 'secrets'>;
 
-const registries = new WeakMap<object, Map<string, Provider>>();
+const registries = perDeps(
+  (llm: WorkerDeps['llm']) =>
+    new Map([...builtinProviders(llm), ...(llm.providers ?? [])].map((p) => [p.name, p] as const)),
+);
 
 /** The operator's providers of these deps (built-ins, then llm.providers), made once. */
 export function providersOf(deps: Pick<WorkerDeps, 'llm'>): Map<string, Provider> {
-  let map = registries.get(deps.llm);
-  if (!map) {
-    map = new Map();
-    for (const p of [...builtinProviders(deps.llm), ...(deps.llm.providers ?? [])]) map.set(p.name, p);
-    registries.set(deps.llm, map);
-  }
-  return map;
+  return registries(deps.llm);
 }
 
 /** The model of a call: the operator's provider, or the tenant's own endpoint and key. */

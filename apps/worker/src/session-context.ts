@@ -19,6 +19,7 @@ import {
 import { getSession, latestCompletedCompaction, loadHistory, type SessionInfo } from '@loopline/db';
 import { agentLimits, capabilitiesFor, tokenizerFamily } from '@loopline/llm';
 import type { CacheDeps, Metered, Store, Tokens, WorkerDeps } from './deps.ts';
+import { perDeps } from './per-deps.ts';
 import {
   defaultSessionCache,
   type PrefetchedChanges,
@@ -199,7 +200,9 @@ export async function lastCompactionTokensAfter(
 
 // Keyed by the deps object the caller passes (always the process's one WorkerDeps), so the
 // narrow type below does not change which cache a job finds.
-const caches = new WeakMap<object, SessionCache>();
+const defaultCache = perDeps((deps: Pick<WorkerDeps, 'metrics'>) =>
+  watch(deps, new SessionCache(defaultSessionCache)),
+);
 
 /**
  * The worker's session cache: `deps.sessionCache` (main.ts sizes it from WORKER_SESSION_CACHE_*),
@@ -208,13 +211,7 @@ const caches = new WeakMap<object, SessionCache>();
 export function sessionCacheOf(deps: Pick<WorkerDeps, 'sessionCache' | 'metrics'>): SessionCache | undefined {
   if (deps.sessionCache === null) return undefined;
   if (deps.sessionCache) return deps.sessionCache.enabled ? deps.sessionCache : undefined;
-  let cache = caches.get(deps);
-  if (!cache) {
-    cache = new SessionCache(defaultSessionCache);
-    watch(deps, cache);
-    caches.set(deps, cache);
-  }
-  return cache;
+  return defaultCache(deps);
 }
 
 /** Reports a cache's lookups and size through the worker's metrics. */
