@@ -52,14 +52,13 @@ async function storedLogBytes(db: Db, sessionId: string): Promise<number> {
 
 /**
  * Runs `take` while an open fenced write of the old holder holds the session row, then lets that
- * write commit a message. `parks`: `take` waits on the row lock (its snapshot predates the commit);
- * else it must answer while the row is still held.
+ * write commit a message: `take` must answer while the row is still held (no fence statement
+ * waits for it).
  */
 async function whileAWriterHoldsTheRow<T>(
   db: Db,
   ids: { tenantId: string; sessionId: string; fence: number },
   take: () => Promise<T>,
-  opts: { parks: boolean },
 ): Promise<T> {
   const { promise: gate, resolve: release } = Promise.withResolvers<void>();
   const { promise: inside, resolve: entered } = Promise.withResolvers<void>();
@@ -74,19 +73,12 @@ async function whileAWriterHoldsTheRow<T>(
     });
   });
   await inside;
-  const taking = take();
   try {
-    if (opts.parks)
-      await until(
-        'the fence statement parked on the session row lock',
-        async () => (await lockWaiters(db)) === 1,
-      );
-    else await taking;
+    return await take();
   } finally {
     release();
     await writer;
   }
-  return taking;
 }
 
 describe('fence', () => {
@@ -226,11 +218,8 @@ describe('fence', () => {
     const old = await acquireFence(pg.db, tenant.id, session.id);
     const snap = await loadHistorySnapshot(pg.db, tenant.id, session.id, null);
     const ids = { tenantId: tenant.id, sessionId: session.id, fence: old };
-    const parked = await whileAWriterHoldsTheRow(
-      pg.db,
-      ids,
-      () => acquireFenceWithChanges(pg.db, tenant.id, session.id, snap!.rev),
-      { parks: false },
+    const parked = await whileAWriterHoldsTheRow(pg.db, ids, () =>
+      acquireFenceWithChanges(pg.db, tenant.id, session.id, snap!.rev),
     );
     expect(parked).toBeNull();
     expect(await currentFence(pg.db, tenant.id, session.id)).toBe(old);
@@ -276,14 +265,7 @@ describe('fence', () => {
     const old = await acquireFence(pg.db, tenant.id, session.id);
     const ids = { tenantId: tenant.id, sessionId: session.id, fence: old };
     expect(
-      await whileAWriterHoldsTheRow(
-        pg.db,
-        ids,
-        () => acquireFenceWithSnapshot(pg.db, tenant.id, session.id),
-        {
-          parks: false,
-        },
-      ),
+      await whileAWriterHoldsTheRow(pg.db, ids, () => acquireFenceWithSnapshot(pg.db, tenant.id, session.id)),
     ).toBeNull();
     expect(await currentFence(pg.db, tenant.id, session.id)).toBe(old);
     const taken = await acquireFenceWithSnapshot(pg.db, tenant.id, session.id);
@@ -512,21 +494,16 @@ describe('acquireStepFences (group commit of step fences)', () => {
     const old = await acquireFence(pg.db, tenantId, ids[1]!);
     const snaps = await Promise.all(ids.map((id) => loadHistorySnapshot(pg.db, tenantId, id, null)));
     const held = { tenantId, sessionId: ids[1]!, fence: old };
-    const [results, lone, loneWhole] = await whileAWriterHoldsTheRow(
-      pg.db,
-      held,
-      async () => [
-        // The first session asks for its whole log: the kinds share the statement.
-        await acquireStepFences(
-          pg.db,
-          ids.map((sessionId, i) => ({ tenantId, sessionId, rev: i === 0 ? undefined : snaps[i]!.rev })),
-        ),
-        // Alone as well: the statement of one session does not wait either.
-        await acquireStepFences(pg.db, [{ tenantId, sessionId: ids[1]!, rev: snaps[1]!.rev }]),
-        await acquireStepFences(pg.db, [{ tenantId, sessionId: ids[1]! }]),
-      ],
-      { parks: false },
-    );
+    const [results, lone, loneWhole] = await whileAWriterHoldsTheRow(pg.db, held, async () => [
+      // The first session asks for its whole log: the kinds share the statement.
+      await acquireStepFences(
+        pg.db,
+        ids.map((sessionId, i) => ({ tenantId, sessionId, rev: i === 0 ? undefined : snaps[i]!.rev })),
+      ),
+      // Alone as well: the statement of one session does not wait either.
+      await acquireStepFences(pg.db, [{ tenantId, sessionId: ids[1]!, rev: snaps[1]!.rev }]),
+      await acquireStepFences(pg.db, [{ tenantId, sessionId: ids[1]! }]),
+    ]);
     expect(results![1]).toBeNull();
     for (const i of [0, 2]) expect(results![i]?.fence).toBe(1);
     expect(lone).toEqual([null]);
