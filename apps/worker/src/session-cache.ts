@@ -1,9 +1,10 @@
 import {
-  type Anchor,
+  type AnchorFacts,
+  anchorFactsOf,
   compactionPartOf,
+  extendAnchorFacts,
   extendLoopFacts,
   filterCompacted,
-  findAnchor,
   hasReadableOutput,
   type LoopFacts,
   loopFacts,
@@ -47,13 +48,10 @@ export interface CacheStats {
 
 /**
  * Facts about `compacted` that would otherwise take a walk over the whole view on every step,
- * kept up to date as messages are appended (recomputed whenever the view is).
+ * kept up to date as messages are appended (recomputed whenever the view is): what the estimate
+ * reads besides the newest messages (core AnchorFacts), and what the step's request and decide() read.
  */
-export interface ViewFacts {
-  /** findAnchor(compacted). */
-  anchor: Anchor | undefined;
-  /** The messages of `compacted` holding a pruned tool output (the only older ones an anchored estimate reads). */
-  pruned: WithParts[];
+export interface ViewFacts extends AnchorFacts {
   /** hasReadableOutput(compacted). */
   readable: boolean;
   /** loopFacts(compacted): what decide() reads. */
@@ -353,10 +351,9 @@ export function applyChanges(entry: Entry, changes: HistoryChanges): boolean {
     entry.compacted = [...entry.compacted, ...appended];
     // The same holds for the facts: no summary was appended, so the anchor is the newest reply
     // with a report among the appended ones (all newer than any held), else the old one.
-    const { anchor, pruned, readable, loop } = entry.facts;
+    const { readable, loop } = entry.facts;
     entry.facts = {
-      anchor: findAnchor(appended) ?? anchor,
-      pruned: [...pruned, ...appended.filter(hasPrunedOutput)],
+      ...extendAnchorFacts(entry.facts, appended),
       readable: readable || hasReadableOutput(appended),
       loop: extendLoopFacts(loop, appended),
     };
@@ -376,17 +373,10 @@ export function applyChanges(entry: Entry, changes: HistoryChanges): boolean {
 /** The view's facts computed afresh (what a refresh extends). */
 export function factsOf(compacted: WithParts[]): ViewFacts {
   return {
-    anchor: findAnchor(compacted),
-    pruned: compacted.filter(hasPrunedOutput),
+    ...anchorFactsOf(compacted),
     readable: hasReadableOutput(compacted),
     loop: loopFacts(compacted),
   };
-}
-
-function hasPrunedOutput(m: WithParts): boolean {
-  return m.parts.some(
-    (p) => p.type === 'tool' && p.state.status === 'completed' && p.state.time.compacted !== undefined,
-  );
 }
 
 function isBoundaryMarker(m: WithParts): boolean {

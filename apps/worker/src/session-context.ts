@@ -2,12 +2,10 @@ import {
   type AgentConfig,
   type ContextBudget,
   contextBudget,
-  estimatePrompt,
+  estimateView,
   filterCompacted,
-  findAnchor,
   type LoopFacts,
   loopFacts,
-  MESSAGE_FRAMING_TOKENS,
   type ModelLimits,
   type PromptEstimate,
   queueView,
@@ -121,9 +119,17 @@ export async function contextOf(
   const view = queued ? queueView(compacted).view : compacted;
   const known = queued ? undefined : facts;
   const shape = await requestShape(deps, session, view, known?.readable);
-  const prompt = known
-    ? estimateWith(view, known, agent, session, shape.overheadTokens)
-    : estimateOf(view, agent, session, shape.overheadTokens);
+  // With the cache's facts the estimate reads only what the anchor does not cover (core view-estimate.ts).
+  const { ratio, margin } = sessionRatio(session, agent);
+  const prompt = estimateView({
+    view,
+    facts: known,
+    ratio,
+    margin,
+    resendsReasoning: agent.resendsReasoning,
+    model: agent.model,
+    overhead: shape.overheadTokens,
+  });
   return {
     session,
     history,
@@ -136,56 +142,6 @@ export async function contextOf(
     estimate: prompt.bound,
     prompt,
   };
-}
-
-/** The next prompt's estimate over the whole view (anchored at its newest usage report). */
-export function estimateOf(
-  view: WithParts[],
-  agent: AgentConfig,
-  session: Pick<SessionInfo, 'tokenRatio' | 'tokenRatioWeight'>,
-  overhead: number,
-): PromptEstimate {
-  const { ratio, margin } = sessionRatio(session, agent);
-  return estimatePrompt({
-    anchor: findAnchor(view),
-    messages: view,
-    ratio,
-    margin,
-    framing: MESSAGE_FRAMING_TOKENS,
-    resendsReasoning: agent.resendsReasoning,
-    model: agent.model,
-    overhead,
-  });
-}
-
-/**
- * estimateOf without walking the view: an anchored estimate reads only the messages from the
- * anchor on and the older ones holding a pruned output, which the facts keep.
- */
-function estimateWith(
-  view: WithParts[],
-  facts: ViewFacts,
-  agent: AgentConfig,
-  session: Pick<SessionInfo, 'tokenRatio' | 'tokenRatioWeight'>,
-  overhead: number,
-): PromptEstimate {
-  const { anchor } = facts;
-  if (!anchor) return estimateOf(view, agent, session, overhead);
-  const { ratio, margin } = sessionRatio(session, agent);
-  // Newer than every summary of the view, so everything from it on is the view's seq-ordered end.
-  const recent: WithParts[] = [];
-  for (let i = view.length - 1; i >= 0 && view[i]!.info.seq >= anchor.messageSeq; i--) recent.push(view[i]!);
-  const older = facts.pruned.filter((m) => m.info.seq < anchor.messageSeq);
-  return estimatePrompt({
-    anchor,
-    messages: [...older, ...recent.reverse()],
-    ratio,
-    margin,
-    framing: MESSAGE_FRAMING_TOKENS,
-    resendsReasoning: agent.resendsReasoning,
-    model: agent.model,
-    overhead,
-  });
 }
 
 /** The growth guard's reference: what the newest completed compaction left (provider scale). */

@@ -152,10 +152,12 @@ export { checkToolPairs, repairToolPairs, toRequestMessages } from './session/to
 
 export {
   type Anchor,
+  CUT_PROMPT_SHARE,
   estimateNextPrompt,
   estimatePrompt,
   familyPrior,
   findAnchor,
+  learnFromReport,
   learnRatio,
   MESSAGE_FRAMING_TOKENS,
   type PromptEstimate,
@@ -209,6 +211,14 @@ export {
   toolOutputTokens,
 } from './session/tokens.ts';
 export { promptTokens, usageCount, usageFromSdk } from './session/usage.ts';
+export {
+  type AnchorFacts,
+  anchorFactsOf,
+  estimateView,
+  extendAnchorFacts,
+  hasPrunedOutput,
+  type ViewEstimateInput,
+} from './session/view-estimate.ts';
 
 // The loop policy (docs/context.md §6): the next move, step budgets, provider errors, the no-loop guard.
 

@@ -1,9 +1,11 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import {
+  CUT_PROMPT_SHARE,
   estimateNextPrompt,
   estimatePrompt,
   familyPrior,
   findAnchor,
+  learnFromReport,
   learnRatio,
   RATIO_WEIGHT_CAP,
   ratioState,
@@ -148,6 +150,38 @@ describe('learnRatio', () => {
     expect(learnRatio({ ratio: 1.1, weight: 500 }, 0, 5_000)).toEqual({ ratio: 1.1, weight: 500 });
     expect(learnRatio({ ratio: 1, weight: 0 }, 100_000, 5_000).ratio).toBe(4);
     expect(learnRatio({ ratio: 1, weight: 49_000 }, 10_000, 10_000).weight).toBe(RATIO_WEIGHT_CAP);
+  });
+});
+
+describe('learnFromReport', () => {
+  it('learns as learnRatio does from a plausible report', () => {
+    const known = { ratio: 1.2, weight: 8_000 };
+    expect(learnFromReport(known, 7_000, 6_000)).toEqual({
+      ...learnRatio(known, 7_000, 6_000),
+      promptCut: false,
+    });
+    // Exactly the share is still plausible.
+    expect(learnFromReport({ ratio: 1, weight: 100 }, 600, 1_000).promptCut).toBe(false);
+  });
+
+  it('learns nothing from a report far below what was sent once a ratio is known (a cut prompt)', () => {
+    const known = { ratio: 1.2, weight: 8_000 };
+    // 10,000 tiktoken tokens sent at 1.2 ≈ 12,000 expected; 4,096 reported (a num_ctx cut).
+    expect(learnFromReport(known, 4_096, 10_000)).toEqual({ ratio: 1.2, weight: 8_000, promptCut: true });
+    expect(learnFromReport(known, CUT_PROMPT_SHARE * 10_000 * 1.2 - 1, 10_000).promptCut).toBe(true);
+  });
+
+  it('takes the first report whatever its size, and ignores a report of nothing', () => {
+    // No ratio known yet: nothing to compare with, so even a small first report is learned.
+    expect(learnFromReport({ ratio: 1.5, weight: 0 }, 900, 10_000)).toEqual({
+      ...learnRatio({ ratio: 1.5, weight: 0 }, 900, 10_000),
+      promptCut: false,
+    });
+    expect(learnFromReport({ ratio: 1.1, weight: 500 }, 0, 5_000)).toEqual({
+      ratio: 1.1,
+      weight: 500,
+      promptCut: false,
+    });
   });
 });
 

@@ -5,11 +5,12 @@ import {
   fitRequest,
   type LoopFacts,
   LooplineError,
-  learnRatio,
+  learnFromReport,
   maxStepsWrapUp,
   newId,
   type Part,
   type PromptEstimate,
+  promptTokens,
   READ_OUTPUT_TOOL,
   requestMessages,
   requestTiktokens,
@@ -375,20 +376,18 @@ async function callAfterStart(
   const sentTokens = input.facts
     ? requestTiktokensOf(input.facts, overhead, agent.resendsReasoning)
     : requestTiktokens(history, overhead, agent.resendsReasoning);
-  const providerInput = finish.usage.input + finish.usage.cache.read + finish.usage.cache.write;
+  const providerInput = promptTokens(finish.usage);
   // No usage reported (a server that sends none in the stream): nothing is learned, the ratio and
   // its margin stay as they are, and the next estimate is unanchored (findAnchor skips zeros).
+  // A report far below what was sent teaches nothing either (core learnFromReport).
   const known = sessionRatio(session, agent);
-  // A report far below what was sent (a server that silently cut the start of the prompt, as
-  // Ollama does past num_ctx) must not teach the ratio: it would make every later estimate short.
-  const cut = known.weight > 0 && providerInput > 0 && providerInput < 0.6 * sentTokens * known.ratio;
-  if (cut) {
+  const learned = learnFromReport(known, providerInput, sentTokens);
+  if (learned.promptCut) {
     deps.logger.warn(
       { tenantId, sessionId, reported: providerInput, estimate: input.estimate.tokens, ratio: known.ratio },
       'the model server reported a much smaller prompt than was sent: it may have cut the prompt',
     );
   }
-  const learned = cut ? known : learnRatio(known, providerInput, sentTokens);
   // The finish: the fence check writes the session's progress; then the parts not written yet
   // (a step without tools), the last tool result, the step-finish part, the message, the ledger.
   const info: AssistantMessage = {

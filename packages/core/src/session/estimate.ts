@@ -255,3 +255,25 @@ export function learnRatio(
   const ratio = (prev.ratio * prev.weight + sample * tiktokenInput) / (prev.weight + tiktokenInput);
   return { ratio, weight: Math.min(RATIO_WEIGHT_CAP, prev.weight + tiktokenInput) };
 }
+
+/**
+ * A report under this share of the request it answers (tiktoken × the learned ratio) is taken for
+ * a server that cut the start of the prompt (Ollama past `num_ctx`), not for a ratio to learn.
+ */
+export const CUT_PROMPT_SHARE = 0.6;
+
+/**
+ * What one step's report teaches: learnRatio's new ratio, unless the report is far below what was
+ * sent while a ratio is known (`promptCut`): learning from it would make every later estimate short,
+ * so the ratio stays as it was.
+ */
+export function learnFromReport(
+  known: Pick<RatioState, 'ratio' | 'weight'>,
+  providerInput: number,
+  tiktokenInput: number,
+): { ratio: number; weight: number; promptCut: boolean } {
+  const promptCut =
+    known.weight > 0 && providerInput > 0 && providerInput < CUT_PROMPT_SHARE * tiktokenInput * known.ratio;
+  if (promptCut) return { ratio: known.ratio, weight: known.weight, promptCut };
+  return { ...learnRatio(known, providerInput, tiktokenInput), promptCut };
+}
