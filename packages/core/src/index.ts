@@ -102,6 +102,8 @@ export {
   pendingClientCalls,
   queueView,
   turnAborted,
+  turnAbortedAfter,
+  turnEnded,
   turnInProgress,
 } from './session/control.ts';
 export {
@@ -113,6 +115,7 @@ export {
   findBoundarySeq,
   isCompletedSummary,
 } from './session/history.ts';
+export { interruptTool, unfinishedAssistants } from './session/interrupted.ts';
 export { planRevert } from './session/revert.ts';
 export {
   builtinToolDefinitions,
@@ -129,7 +132,7 @@ export {
   taskToolDefinition,
 } from './session/task.ts';
 export { type LateResult, resolveToolPart } from './session/tool-result.ts';
-export { compactionsThisTurn, isTurnStart, pendingCompaction, turnOf } from './session/turn.ts';
+export { compactionsThisTurn, isTurnStart, newestByRole, pendingCompaction, turnOf } from './session/turn.ts';
 
 // What the model is sent: model messages, tool-pair integrity, strict-template alternation, fixed texts.
 

@@ -3,13 +3,11 @@ import {
   compactionRange,
   errorData,
   hasNewContent,
-  isAbortedReply,
   isCompletedSummary,
   type ModelCapabilities,
   ratioState,
   type ServerFamily,
-  turnAborted,
-  type WithParts,
+  turnAbortedAfter,
 } from '@loopline/core';
 import type { CompactionReason } from '@loopline/db';
 import { agentLimits, capabilitiesFor, tokenizerFamily } from '@loopline/llm';
@@ -59,7 +57,7 @@ export async function runCompaction(
     log.info('abort requested before the compaction started; not compacting');
     return 'aborted';
   }
-  if (abortedAfter(ctx.history, input.markerId)) {
+  if (turnAbortedAfter(ctx.history, input.markerId)) {
     log.info('the turn was aborted after its compaction point was set; not compacting');
     return undefined;
   }
@@ -188,13 +186,6 @@ export async function runCompaction(
   );
   if (next === 'step') await wake(deps, tenantId, sessionId, input.markerId, ctx.session.kind);
   return next;
-}
-
-/** The current turn ended with an aborted reply written after the marker (no new turn since). */
-function abortedAfter(history: WithParts[], markerId: string): boolean {
-  const marker = history.find((m) => m.info.id === markerId);
-  if (!marker || !turnAborted(history)) return false;
-  return history.some((m) => isAbortedReply(m) && m.info.seq > marker.info.seq);
 }
 
 /** compaction.model, else the agent's model (with the agent's limits only when it is the same model). */

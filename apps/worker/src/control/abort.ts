@@ -3,10 +3,11 @@ import {
   countPart,
   deferredOf,
   errorData,
-  isFinalReply,
+  interruptTool,
   isTurnStart,
+  newestByRole,
   type Part,
-  turnAborted,
+  turnEnded,
   type WithParts,
 } from '@loopline/core';
 import {
@@ -32,7 +33,6 @@ import { SESSION_ABORT_REASON } from '../abort-reason.ts';
 import type { Bus, Jobs, Log, Resources, Store, Tokens } from '../deps.ts';
 import { runStopped } from '../fairness/loop-stopped.ts';
 import type { SessionWriter } from '../session-writer.ts';
-import { interruptTool } from '../step/recover.ts';
 import { notifyParent } from './notify.ts';
 
 // Abort (POST /v1/sessions/:id/abort), worker side. Durable first: the gateway records
@@ -178,7 +178,7 @@ export async function endAbortedTurn(
 
     const superseded = history.some((m) => isTurnStart(m) && m.info.seq > requestSeq);
     if (!superseded && !turnEnded(after)) {
-      const lastUser = newest(history, (m) => m.info.role === 'user');
+      const lastUser = newestByRole(history, 'user');
       if (lastUser) {
         // Nothing was in flight (queued, between steps, waiting): an empty aborted reply ends the turn.
         const marker = await createAssistantMessage(trx, {
@@ -221,20 +221,6 @@ export async function endAbortedTurn(
   });
   await notifyParent(deps, done.session, log);
   return 'stopped';
-}
-
-function newest(history: WithParts[], pick: (m: WithParts) => boolean): WithParts | undefined {
-  let best: WithParts | undefined;
-  for (const m of history) if (pick(m) && (!best || m.info.seq > best.info.seq)) best = m;
-  return best;
-}
-
-/** The turn is over: aborted (core turnAborted), or its newest reply is a final one. */
-function turnEnded(history: WithParts[]): boolean {
-  if (turnAborted(history)) return true;
-  const lastUser = newest(history, (m) => m.info.role === 'user');
-  const lastReply = newest(history, (m) => m.info.role === 'assistant' && m.info.summary !== true);
-  return !!lastUser && !!lastReply && lastReply.info.seq > lastUser.info.seq && isFinalReply(lastReply);
 }
 
 /** BullMQ's cancellation signal of each tracked step job (withSessionLease combines it). */

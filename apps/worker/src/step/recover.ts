@@ -2,37 +2,17 @@ import {
   type AssistantMessage,
   countPart,
   errorData,
-  INTERRUPTED_TOOL_OUTPUT,
+  interruptTool,
   type Part,
-  type ToolPart,
+  unfinishedAssistants,
   type WithParts,
 } from '@loopline/core';
 import { updateMessageInfo, updatePart } from '@loopline/db';
 import type { SessionWriter } from '../session-writer.ts';
 
 // Closes what a dead runner left open (docs/durability.md §5): an assistant message with neither
-// finish nor error gets StepInterruptedError, and its pending or running tools interrupted errors.
-
-/** Assistant messages with neither finish nor error: a runner died in their step. */
-export function unfinishedAssistants(history: WithParts[]): WithParts[] {
-  return history.filter((m) => m.info.role === 'assistant' && m.info.finish === undefined && !m.info.error);
-}
-
-/** A pending or running call as an interrupted error (never re-run: it may have executed); others as is. */
-export function interruptTool(part: ToolPart, now: number): ToolPart {
-  if (part.state.status !== 'pending' && part.state.status !== 'running') return part;
-  const start = part.state.status === 'running' ? part.state.time.start : now;
-  return {
-    ...part,
-    state: {
-      status: 'error',
-      input: part.state.input,
-      error: INTERRUPTED_TOOL_OUTPUT,
-      interrupted: true,
-      time: { start, end: now },
-    },
-  };
-}
+// finish nor error gets StepInterruptedError, and its pending or running tools interrupted errors
+// (core interrupted.ts decides which and how; this file writes them).
 
 /** Closes the unfinished replies in one write; true when it closed something (the caller reloads). */
 export async function closeInterrupted(

@@ -108,6 +108,29 @@ export function isFinalReply(msg: WithParts): boolean {
   return !msg.parts.some((p) => p.type === 'tool');
 }
 
+/** The turn is over: aborted (turnAborted), or its newest reply came after its newest user message and is final. */
+export function turnEnded(messages: WithParts[]): boolean {
+  if (turnAborted(messages)) return true;
+  let lastUser: WithParts | undefined;
+  let lastReply: WithParts | undefined;
+  for (const m of messages) {
+    if (m.info.role === 'user') {
+      if (!lastUser || m.info.seq > lastUser.info.seq) lastUser = m;
+    } else if (!m.info.summary && (!lastReply || m.info.seq > lastReply.info.seq)) lastReply = m;
+  }
+  return !!lastUser && !!lastReply && lastReply.info.seq > lastUser.info.seq && isFinalReply(lastReply);
+}
+
+/**
+ * The current turn was aborted, by a reply written after message `afterId` (a compaction's
+ * marker: the abort came while it ran). False when that message is not in `messages`.
+ */
+export function turnAbortedAfter(messages: WithParts[], afterId: string): boolean {
+  const from = messages.find((m) => m.info.id === afterId);
+  if (!from || !turnAborted(messages)) return false;
+  return messages.some((m) => isAbortedReply(m) && m.info.seq > from.info.seq);
+}
+
 export interface QueueView {
   /** The model view with held messages removed and released ones moved to where their turn ended. */
   view: WithParts[];
