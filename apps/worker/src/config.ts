@@ -17,6 +17,7 @@ import { defaultFairness } from './fairness/options.ts';
 import { DEFAULT_HEAP_GROWTH_PERCENT } from './heap.ts';
 import { defaultSessionCache } from './session-cache.ts';
 import { DEFAULT_FENCE_BATCH } from './step/fence-batch.ts';
+import { DEFAULT_FINISH_BATCH } from './step/finish-batch.ts';
 import { DEFAULT_START_BATCH } from './step/start-batch.ts';
 import { defaultWorkerOptions } from './worker.ts';
 
@@ -192,6 +193,20 @@ export const fenceBatchEnv = z.object({
   ),
 });
 
+/** The group commit of step finishes (step/finish-batch.ts). */
+export const finishBatchEnv = z.object({
+  WORKER_FINISH_CONCURRENCY: envInt(
+    DEFAULT_FINISH_BATCH.concurrency,
+    'step-finish statements a worker runs at once; finishes that arrive while they are all busy are written together in the next one',
+    { min: 1, max: 1_000 },
+  ),
+  WORKER_FINISH_BATCH_MAX: envInt(
+    DEFAULT_FINISH_BATCH.maxBatch,
+    'step finishes written in one statement at most (1 = each on its own)',
+    { min: 1, max: 1_000 },
+  ),
+});
+
 /** V8 heap sizing of the worker process (heap.ts). */
 export const workerHeapEnv = z.object({
   WORKER_HEAP_GROWTH_PERCENT: envInt(
@@ -230,6 +245,7 @@ export const workerEnv = z.object({
   ...sessionCacheEnv.shape,
   ...startBatchEnv.shape,
   ...fenceBatchEnv.shape,
+  ...finishBatchEnv.shape,
   ...workerHeapEnv.shape,
   ...workerMetricsEnv.shape,
   ...tracingEnv.shape,

@@ -9,6 +9,7 @@ import type { FairnessOptions } from './fairness/options.ts';
 import type { WorkerMetrics } from './metrics.ts';
 import type { SessionCache } from './session-cache.ts';
 import type { StepFences } from './step/fence-batch.ts';
+import type { StepFinishes } from './step/finish-batch.ts';
 import type { StepStarts } from './step/start-batch.ts';
 
 /** LOOPLINE_MODEL_CALL_TIMEOUT_MS's default: 30 minutes for one model call, start to finish. */
@@ -87,6 +88,11 @@ export interface WorkerDeps {
    * object; main.ts sizes it from WORKER_FENCE_CONCURRENCY and WORKER_FENCE_BATCH_MAX.
    */
   stepFences?: StepFences;
+  /**
+   * The group commit of step finishes (step/finish-batch.ts). Absent → one with the defaults per
+   * deps object; main.ts sizes it from WORKER_FINISH_CONCURRENCY and WORKER_FINISH_BATCH_MAX.
+   */
+  stepFinishes?: StepFinishes;
 }
 
 /** PostgreSQL. */

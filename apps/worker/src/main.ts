@@ -17,6 +17,7 @@ import { reconcileOptions, startReconciler } from './reconcile.ts';
 import { SessionCache } from './session-cache.ts';
 import { watch } from './session-context.ts';
 import { createStepFences } from './step/fence-batch.ts';
+import { createStepFinishes } from './step/finish-batch.ts';
 import { createStepStarts } from './step/start-batch.ts';
 import { defaultWorkerOptions, startWorkers, stopWorkers } from './worker.ts';
 
@@ -93,6 +94,11 @@ export function depsFromEnv(
       db,
       { concurrency: env.WORKER_FENCE_CONCURRENCY, maxBatch: env.WORKER_FENCE_BATCH_MAX },
       (n) => metrics.stepFenceBatch(n),
+    ),
+    stepFinishes: createStepFinishes(
+      db,
+      { concurrency: env.WORKER_FINISH_CONCURRENCY, maxBatch: env.WORKER_FINISH_BATCH_MAX },
+      (n) => metrics.stepFinishBatch(n),
     ),
   };
 }

@@ -48,6 +48,8 @@ export interface WorkerMetrics {
   stepStartBatch(starts: number): void;
   /** The fences one step-fence statement took (step/fence-batch.ts: 1 alone, more batched). */
   stepFenceBatch(fences: number): void;
+  /** The finishes one step-finish statement wrote (step/finish-batch.ts: 1 alone, more batched). */
+  stepFinishBatch(finishes: number): void;
 }
 
 export interface WorkerMetricsOptions {
@@ -200,6 +202,12 @@ export function createWorkerMetrics(opts: WorkerMetricsOptions = {}): WorkerMetr
     buckets: [1, 2, 4, 8, 16, 32, 64],
     registers,
   });
+  const finishBatch = new Histogram({
+    name: 'loopline_step_finish_batch_finishes',
+    help: 'Step finishes written per finish statement (1: alone; more: group-committed while the statements were busy)',
+    buckets: [1, 2, 4, 8, 16, 32, 64],
+    registers,
+  });
   const startBatch = new Histogram({
     name: 'loopline_step_start_batch_starts',
     help: 'Step starts written per start statement (1: alone; more: group-committed while the statements were busy)',
@@ -311,6 +319,9 @@ export function createWorkerMetrics(opts: WorkerMetricsOptions = {}): WorkerMetr
     },
     stepFenceBatch(fences) {
       fenceBatch.observe(fences);
+    },
+    stepFinishBatch(finishes) {
+      finishBatch.observe(finishes);
     },
   };
 }

@@ -176,6 +176,13 @@ export {
   transitionSessionStatus,
   updateSessionProgress,
 } from './repo/sessions.ts';
+export {
+  checkStepFinish,
+  finishModelStep,
+  finishModelSteps,
+  type StepFinish,
+  type StepFinishInput,
+} from './repo/step-finish.ts';
 export { type StartAssistantStepInput, startAssistantStep } from './repo/step-start.ts';
 export { type StepStart, startAssistantSteps } from './repo/step-start-batch.ts';
 export { type FinishStepInput, finishStep, listSteps, type StartStepInput, startStep } from './repo/steps.ts';

@@ -1,10 +1,12 @@
 import {
   AgentConfig,
   type AgentConfigInput,
+  type AssistantMessage,
   newId,
   type Part,
   ToolConfig,
   type ToolConfigInput,
+  type Usage,
 } from '@loopline/core';
 import {
   type AgentInfo,
@@ -15,6 +17,7 @@ import {
   putAgent,
   putTool,
   type SessionInfo,
+  type StepFinish,
   type StepStart,
   type TenantInfo,
   type ToolInfo,
@@ -127,6 +130,59 @@ export function makeStepStart(
         attempt: 1,
         estimate: { tokens: 10, bound: 12, anchored: false, ratio: 1, margin: 0.2 },
       },
+    },
+  };
+}
+
+/** A usage report of `input` prompt tokens (7 output, 3 read from cache). */
+export function makeUsage(input: number): Usage {
+  return { input, output: 7, reasoning: 0, cache: { read: 3, write: 0 }, total: input + 10 };
+}
+
+/**
+ * The finish of a step started with makeStepStart({ parts: 2 }) (its message as written): its text
+ * part grown, a completed read_output call and the step-finish added, the ledger row closed; with
+ * `learned`, a ratio on the session row. `n` varies the contents.
+ */
+export function makeStepFinish(
+  start: StepStart,
+  message: AssistantMessage,
+  n: number,
+  opts: { learned?: boolean } = {},
+): StepFinish {
+  const { sessionId } = start.fence;
+  const report = makeUsage(100 + n);
+  const text = start.input.parts[1];
+  if (!text) throw new TypeError('makeStepFinish finishes a start made with { parts: 2 } or more');
+  const part = (fields: Record<string, unknown>) =>
+    ({ id: newId('prt'), sessionId, messageId: message.id, ...fields }) as Part;
+  return {
+    fence: start.fence,
+    input: {
+      progress: {
+        lastUsage: { usage: report, messageSeq: message.seq },
+        ...(opts.learned !== false ? { tokenRatio: 1.1 + n / 100, tokenRatioWeight: 500 + n } : {}),
+      },
+      updates: [{ ...text, type: 'text', text: `grown ${n}`, tokens: 2 } as Part],
+      inserts: [
+        part({
+          tokens: 4,
+          type: 'tool',
+          tool: 'read_output',
+          callId: `call_${n}`,
+          state: {
+            status: 'completed',
+            input: { outputId: 'o' },
+            output: `out ${n}`,
+            title: '',
+            metadata: {},
+            time: { start: 1, end: 2 },
+          },
+        }),
+        part({ tokens: 0, type: 'step-finish', reason: 'tool-calls', usage: report }),
+      ],
+      message: { ...message, finish: 'tool-calls', usage: report, time: { created: 1, completed: 2 } },
+      step: { id: start.input.stepRow.id, outcome: 'tool-calls', usage: report, responseId: `resp_${n}` },
     },
   };
 }

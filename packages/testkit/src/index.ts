@@ -9,9 +9,11 @@ export {
   makeSession,
   makeSessions,
   makeSessionWithTenant,
+  makeStepFinish,
   makeStepStart,
   makeTenant,
   makeTool,
+  makeUsage,
 } from './factories.ts';
 export { lockWaiters } from './pg-waits.ts';
 export { redisUrl, testRedisPrefix } from './redis.ts';

@@ -25,10 +25,8 @@ import {
 import {
   fencedStatement,
   finishStep,
-  finishStepCte,
   insertPartsCte,
   type SessionInfo,
-  updateAssistantInfoCte,
   updateMessageInfo,
   updatePartsCte,
 } from '@loopline/db';
@@ -44,6 +42,7 @@ import type { SessionWriter } from '../session-writer.ts';
 import type { ToolRunDeps } from '../tools/run-tools.ts';
 import { runTools, type ToolResultWrite, writeToolResult } from '../tools/run-tools.ts';
 import { attachmentBytes } from './attachments.ts';
+import { stepFinishesOf } from './finish-batch.ts';
 import { overheadOf, type RequestShape } from './request.ts';
 import { stepStartsOf } from './start-batch.ts';
 import { DELTA_LINGER_MS, StreamRecorder } from './stream-recorder.ts';
@@ -425,12 +424,17 @@ async function callAfterStart(
     for (const r of results) if (!inserted.has(r.part.id)) updated.set(r.part.id, r.part);
     const emittedNow = emitted.filter((p) => !results_.has(p.id));
     await writer.writeStatement(async (emit) => {
-      await fencedStatement(deps.db, writer.ctx, progress, [
-        ...(updated.size > 0 ? [updatePartsCte(tenantId, [...updated.values()])] : []),
-        insertPartsCte(tenantId, insertsNow),
-        updateAssistantInfoCte(tenantId, info),
-        finishStepCte(tenantId, stepId, stepEnd),
-      ]);
+      // Through the worker's group commit (step/finish-batch.ts): alone at once, else with the others.
+      await stepFinishesOf(deps).submit({
+        fence: writer.ctx,
+        input: {
+          progress,
+          updates: [...updated.values()],
+          inserts: insertsNow,
+          message: info,
+          step: { id: stepId, ...stepEnd },
+        },
+      });
       for (const e of recorder.takeHeld()) emit(e);
       for (const r of results) emit({ type: 'part.updated', part: r.part });
       for (const part of emittedNow) emit({ type: 'part.updated', part });
