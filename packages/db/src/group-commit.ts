@@ -23,6 +23,14 @@ export interface GroupCommitOptions {
 /** One item's outcome in a batch statement: its own error fails it alone. */
 export type Settled<R> = { value: R } | { error: unknown };
 
+/** A promise's outcome as a Settled (a batch function that runs a lone item by its single statement). */
+export function settle<R>(p: Promise<R>): Promise<Settled<R>> {
+  return p.then(
+    (value) => ({ value }),
+    (error) => ({ error }),
+  );
+}
+
 /** What a kind of statement needs for group commit. */
 export interface GroupCommitStatements<I, R> {
   /** Items of one key never share a statement (the session: its row is written once per batch). */

@@ -2,7 +2,7 @@ import type { AssistantMessage, ErrorData, Part, Usage } from '@loopline/core';
 import { CompiledQuery } from 'kysely';
 import type { Db } from '../client.ts';
 import { type Fence, staleFenceError } from '../fence.ts';
-import type { Settled } from '../group-commit.ts';
+import { type Settled, settle } from '../group-commit.ts';
 import {
   fencedStatement,
   finishStepCte,
@@ -145,12 +145,7 @@ export async function finishModelSteps(
 ): Promise<Array<Settled<number>>> {
   if (finishes.length === 1) {
     const { fence, input } = finishes[0]!;
-    return [
-      await finishModelStep(db, fence, input).then(
-        (value) => ({ value }),
-        (error) => ({ error }),
-      ),
-    ];
+    return [await settle(finishModelStep(db, fence, input))];
   }
   if (new Set(finishes.map((s) => s.fence.sessionId)).size !== finishes.length)
     throw new TypeError('a batch of step finishes holds one finish per session');

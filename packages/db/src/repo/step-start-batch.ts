@@ -2,7 +2,7 @@ import type { AssistantMessage } from '@loopline/core';
 import { CompiledQuery } from 'kysely';
 import type { Db } from '../client.ts';
 import { type Fence, staleFenceError } from '../fence.ts';
-import type { Settled } from '../group-commit.ts';
+import { type Settled, settle } from '../group-commit.ts';
 import { BATCH_PARTS_INSERT, batchParts } from './batch-parts.ts';
 import {
   assistantInfoOf,
@@ -76,12 +76,7 @@ export async function startAssistantSteps(
   if (starts.length === 0) return [];
   if (starts.length === 1) {
     const { fence, input } = starts[0]!;
-    return [
-      await startAssistantStep(db, fence, input).then(
-        (value) => ({ value }),
-        (error) => ({ error }),
-      ),
-    ];
+    return [await settle(startAssistantStep(db, fence, input))];
   }
   if (new Set(starts.map((s) => s.fence.sessionId)).size !== starts.length)
     throw new TypeError('a batch of step starts holds one start per session');
