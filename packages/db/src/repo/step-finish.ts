@@ -3,6 +3,7 @@ import { CompiledQuery } from 'kysely';
 import type { Db } from '../client.ts';
 import { type Fence, staleFenceError } from '../fence.ts';
 import { type Settled, settle } from '../group-commit.ts';
+import { BATCH_SESSIONS_LOCK } from './batch-lock.ts';
 import {
   fencedStatement,
   finishStepCte,
@@ -77,10 +78,7 @@ const STATEMENT = `with input as (
       info jsonb, updates jsonb, inserts jsonb, step_id text, outcome text, usage jsonb,
       response_id text, error jsonb)
   ), locked as (
-    select s.id from sessions s
-    join input i on s.id = i.session_id and s.tenant_id = i.tenant_id
-    order by s.id
-    for update of s
+    ${BATCH_SESSIONS_LOCK}
   ), f as (
     update "sessions" s set "updated_at" = now(), "last_usage" = i.last_usage,
       "token_ratio" = coalesce(i.token_ratio, s.token_ratio),

@@ -3,6 +3,7 @@ import { CompiledQuery } from 'kysely';
 import type { Db } from '../client.ts';
 import { type Fence, staleFenceError } from '../fence.ts';
 import { type Settled, settle } from '../group-commit.ts';
+import { BATCH_SESSIONS_LOCK } from './batch-lock.ts';
 import { BATCH_PARTS_INSERT, batchParts } from './batch-parts.ts';
 import {
   assistantInfoOf,
@@ -32,10 +33,7 @@ const STATEMENT = `with input as (
       fence bigint, step int, status text, message_id text, info jsonb, parts jsonb, step_id text,
       job_id text, attempt int, estimate jsonb)
   ), locked as (
-    select s.id from sessions s
-    join input i on s.id = i.session_id and s.tenant_id = i.tenant_id
-    order by s.id
-    for update of s
+    ${BATCH_SESSIONS_LOCK}
   ), f as (
     update "sessions" s set "updated_at" = now(), "step_count" = i.step, "last_seq" = s.last_seq + 1,
       "status" = coalesce(i.status, s.status),
