@@ -1,14 +1,7 @@
-import {
-  acquireFence,
-  type Fence,
-  listSteps,
-  loadHistory,
-  StaleFenceError,
-  startAssistantStep,
-} from '@loopline/db';
+import { acquireFence, listSteps, loadHistory, StaleFenceError } from '@loopline/db';
 import { describe, expect } from 'vitest';
 import { pgTest as test } from '../../../packages/testkit/src/fixtures.ts';
-import { makeSessions, makeStepFinish, makeStepStart } from '../../../packages/testkit/src/index.ts';
+import { makeSessions, makeStartedSteps, makeStepFinish } from '../../../packages/testkit/src/index.ts';
 import { createWorkerMetrics } from '../src/metrics.ts';
 import { createStepFinishes, stepFinishesOf } from '../src/step/finish-batch.ts';
 
@@ -17,23 +10,12 @@ import { createStepFinishes, stepFinishesOf } from '../src/step/finish-batch.ts'
 // alone with StaleFenceError, and a finish whose rows are missing fails alone (the batch is
 // refused, then each is written on its own).
 
-/** One started step per session, ready to be finished. */
-async function startedSteps(db: Parameters<typeof startAssistantStep>[0], tenantId: string, ids: string[]) {
-  const out = [];
-  for (const sessionId of ids) {
-    const fence: Fence = { tenantId, sessionId, fence: await acquireFence(db, tenantId, sessionId) };
-    const start = makeStepStart(fence, 1, { parts: 2 });
-    out.push({ start, message: await startAssistantStep(db, fence, start.input) });
-  }
-  return out;
-}
-
 describe('step-finish group commit', () => {
   test('queued finishes share a statement; each is fenced on its own; a broken one fails alone', async ({
     pg,
   }) => {
     const { tenantId, ids } = await makeSessions(pg.db, 12);
-    const steps = await startedSteps(pg.db, tenantId, ids);
+    const steps = await makeStartedSteps(pg.db, tenantId, ids);
     // Session 5 has a newer runner; session 7's finish updates a part that was never written.
     await acquireFence(pg.db, tenantId, ids[5]!);
     const finishes = steps.map((s, i) => makeStepFinish(s.start, s.message, i));
@@ -65,7 +47,7 @@ describe('step-finish group commit', () => {
 
   test('batching off (maxBatch 1): every finish is its own statement', async ({ pg }) => {
     const { tenantId, ids } = await makeSessions(pg.db, 4);
-    const steps = await startedSteps(pg.db, tenantId, ids);
+    const steps = await makeStartedSteps(pg.db, tenantId, ids);
     const sizes: number[] = [];
     const group = createStepFinishes(pg.db, { concurrency: 1, maxBatch: 1 }, (n) => sizes.push(n));
     await Promise.all(steps.map((s, i) => group.submit(makeStepFinish(s.start, s.message, i))));
@@ -76,7 +58,7 @@ describe('step-finish group commit', () => {
     pg,
   }) => {
     const { tenantId, ids } = await makeSessions(pg.db, 6);
-    const steps = await startedSteps(pg.db, tenantId, ids);
+    const steps = await makeStartedSteps(pg.db, tenantId, ids);
     const metrics = createWorkerMetrics({ defaultMetrics: false });
     const deps = { db: pg.db, metrics };
     // The same group commit for every step of this deps object.

@@ -1,11 +1,11 @@
-import { type AssistantMessage, newId } from '@loopline/core';
+import { newId } from '@loopline/core';
 import { describe, expect } from 'vitest';
 import { pgTest as test } from '../../testkit/src/fixtures.ts';
 import {
   makeSessions,
   makeSessionWithTenant,
+  makeStartedSteps,
   makeStepFinish,
-  makeStepStart,
   makeUsage,
 } from '../../testkit/src/index.ts';
 import {
@@ -18,8 +18,6 @@ import {
   listSteps,
   loadHistory,
   StaleFenceError,
-  type StepStart,
-  startAssistantStep,
 } from '../src/index.ts';
 
 // Several sessions' step finishes in one statement (the worker's group commit, D44): per finish the
@@ -27,18 +25,7 @@ import {
 
 const usage = makeUsage;
 
-/** A started step on each session (message, step-start and one text part written running). */
-async function started(db: Db, tenantId: string, ids: string[]) {
-  const out: Array<{ start: StepStart; message: AssistantMessage; fence: Fence }> = [];
-  for (const sessionId of ids) {
-    const fence: Fence = { tenantId, sessionId, fence: await acquireFence(db, tenantId, sessionId) };
-    const start = makeStepStart(fence, 1, { parts: 2 });
-    out.push({ start, fence, message: await startAssistantStep(db, fence, start.input) });
-  }
-  return out;
-}
-
-const finishOf = (s: Awaited<ReturnType<typeof started>>[number], n: number, learned = true) =>
+const finishOf = (s: Awaited<ReturnType<typeof makeStartedSteps>>[number], n: number, learned = true) =>
   makeStepFinish(s.start, s.message, n, { learned });
 
 /** What a finish left behind, without ids that differ between two sessions. */
@@ -72,7 +59,7 @@ describe('finishModelSteps', () => {
     pg,
   }) => {
     const { tenantId, ids } = await makeSessions(pg.db, 6);
-    const steps = await started(pg.db, tenantId, ids);
+    const steps = await makeStartedSteps(pg.db, tenantId, ids);
     // Three sessions finished one by one, three in one statement, with the same inputs (the second
     // of each without a learned ratio: the stored one stays).
     for (let i = 0; i < 3; i++) {
@@ -102,7 +89,7 @@ describe('finishModelSteps', () => {
 
   test('a stale fence fails its finish alone and writes nothing; the others commit', async ({ pg }) => {
     const { tenantId, ids } = await makeSessions(pg.db, 3);
-    const steps = await started(pg.db, tenantId, ids);
+    const steps = await makeStartedSteps(pg.db, tenantId, ids);
     const newer = await acquireFence(pg.db, tenantId, ids[1]!);
     const before = await written(pg.db, steps[1]!.fence);
     const results = await finishModelSteps(
@@ -126,8 +113,8 @@ describe('finishModelSteps', () => {
   }) => {
     const mine = await makeSessions(pg.db, 1);
     const other = await makeSessionWithTenant(pg.db);
-    const [own] = await started(pg.db, mine.tenantId, mine.ids);
-    const [theirs] = await started(pg.db, other.tenant.id, [other.session.id]);
+    const [own] = await makeStartedSteps(pg.db, mine.tenantId, mine.ids);
+    const [theirs] = await makeStartedSteps(pg.db, other.tenant.id, [other.session.id]);
     const before = await written(pg.db, theirs!.fence);
     // The other tenant's session, message and current fence, claimed under this tenant.
     const forged = finishOf(theirs!, 1);
@@ -140,7 +127,7 @@ describe('finishModelSteps', () => {
 
   test('a finish whose rows are missing fails the whole statement, which writes nothing', async ({ pg }) => {
     const { tenantId, ids } = await makeSessions(pg.db, 2);
-    const steps = await started(pg.db, tenantId, ids);
+    const steps = await makeStartedSteps(pg.db, tenantId, ids);
     const before = await Promise.all(steps.map((s) => written(pg.db, s.fence)));
     const good = finishOf(steps[0]!, 0);
     const bad = finishOf(steps[1]!, 1);

@@ -10,6 +10,7 @@ import {
 } from '@loopline/core';
 import {
   type AgentInfo,
+  acquireFence,
   createSession,
   createTenant,
   type Db,
@@ -19,6 +20,7 @@ import {
   type SessionInfo,
   type StepFinish,
   type StepStart,
+  startAssistantStep,
   type TenantInfo,
   type ToolInfo,
 } from '@loopline/db';
@@ -132,6 +134,21 @@ export function makeStepStart(
       },
     },
   };
+}
+
+/** A started step (makeStepStart with two parts, written) on each session, under a fresh fence. */
+export async function makeStartedSteps(
+  db: Db,
+  tenantId: string,
+  sessionIds: readonly string[],
+): Promise<Array<{ fence: Fence; start: StepStart; message: AssistantMessage }>> {
+  const out = [];
+  for (const sessionId of sessionIds) {
+    const fence: Fence = { tenantId, sessionId, fence: await acquireFence(db, tenantId, sessionId) };
+    const start = makeStepStart(fence, 1, { parts: 2 });
+    out.push({ fence, start, message: await startAssistantStep(db, fence, start.input) });
+  }
+  return out;
 }
 
 /** A usage report of `input` prompt tokens (7 output, 3 read from cache). */

@@ -9,6 +9,7 @@ export {
   makeSession,
   makeSessions,
   makeSessionWithTenant,
+  makeStartedSteps,
   makeStepFinish,
   makeStepStart,
   makeTenant,
