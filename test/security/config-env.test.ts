@@ -110,6 +110,17 @@ describe('every variable is checked', () => {
     expect(workerConfigFromEnv({ DB_PREPARED_STATEMENTS: '0' }).DB_PREPARED_STATEMENTS).toBe(0); // off
     expect(workerConfigFromEnv({}).DB_PREPARED_STATEMENTS).toBe(100);
     expect(() => workerConfigFromEnv({ WORKER_METRICS_PORT: '70000' })).toThrow(/WORKER_METRICS_PORT/);
+    // The group commits' sizes: 1 (off) to 1,000 items per statement, at least one statement at a time.
+    expect(() => workerConfigFromEnv({ WORKER_FINISH_BATCH_MAX: '0' })).toThrow(/WORKER_FINISH_BATCH_MAX/);
+    expect(() => workerConfigFromEnv({ WORKER_FINISH_BATCH_MAX: '1001' })).toThrow(/WORKER_FINISH_BATCH_MAX/);
+    expect(() => workerConfigFromEnv({ WORKER_FINISH_CONCURRENCY: '0' })).toThrow(
+      /WORKER_FINISH_CONCURRENCY/,
+    );
+    expect(workerConfigFromEnv({ WORKER_FINISH_BATCH_MAX: '1' }).WORKER_FINISH_BATCH_MAX).toBe(1);
+    expect(workerConfigFromEnv({})).toMatchObject({
+      WORKER_FINISH_BATCH_MAX: 64,
+      WORKER_FINISH_CONCURRENCY: 1,
+    });
     const env = workerConfigFromEnv({ WORKER_METRICS_TOKEN: '', LOOPLINE_WEBHOOK_ALLOW_HOSTS: 'a, b,,' });
     expect(env.WORKER_METRICS_TOKEN).toBeUndefined();
     expect(env.LOOPLINE_WEBHOOK_ALLOW_HOSTS).toEqual(['a', 'b']);
