@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { storableText } from './storable.ts';
 
 // The registry of Loopline error codes. Errors are data: stored on message rows,
 // sent over SSE, and mapped to HTTP statuses only by the gateway's error plugin.
@@ -43,7 +44,8 @@ export class LooplineError extends Error {
   readonly code: ErrorCode;
   readonly data: Record<string, unknown> | undefined;
   constructor(code: ErrorCode, message?: string, data?: Record<string, unknown>) {
-    super(message ?? ERROR_CODES[code]);
+    // Messages often quote upstream text (a provider's or a tool's answer): keep them storable.
+    super(storableText(message ?? ERROR_CODES[code]));
     this.name = code;
     this.code = code;
     this.data = data;

@@ -56,6 +56,7 @@ export {
 export { ERROR_CODES, type ErrorCode, ErrorData, errorData, isAbortLike, LooplineError } from './errors.ts';
 export { derivedId, hasPrefix, newId } from './ids.ts';
 export { REDACTED, redactLogArguments, redactText, redactUrl } from './redact.ts';
+export { isStorableText, storableJsonText, storableText, storableValue } from './storable.ts';
 
 // Schemas of what is stored and sent: messages, parts, events, tenants, tools, usage.
 

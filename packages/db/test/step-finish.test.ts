@@ -144,4 +144,21 @@ describe('finishModelSteps', () => {
       /at least its step-finish/,
     );
   });
+  test('text PostgreSQL cannot store (NUL, an unpaired surrogate) is written as U+FFFD, alone and batched', async ({
+    pg,
+  }) => {
+    const { tenantId, ids } = await makeSessions(pg.db, 2);
+    const steps = await makeStartedSteps(pg.db, tenantId, ids);
+    const bad = (i: number) => {
+      const f = finishOf(steps[i]!, i);
+      const [text] = f.input.updates;
+      f.input.updates = [{ ...text!, text: 'a\u0000b\ud800' } as typeof text & {}];
+      return f;
+    };
+    const alone = bad(0);
+    await finishModelStep(pg.db, alone.fence, alone.input);
+    expect(await finishModelSteps(pg.db, [bad(1)])).toEqual([{ value: 1 }]);
+    for (const s of steps)
+      expect((await written(pg.db, s.fence)).messages[0]!.parts[1]).toBe('a\uFFFDb\uFFFD');
+  });
 });

@@ -2,9 +2,11 @@
 // empty text/reasoning blocks, parses tool-call arguments (unknown tools and unparsable or
 // non-object arguments become `tool-call-invalid`, with the raw argument text and the same error
 // text the SDK gave), and ends at the first finish, error or abort. Stateful per call; no I/O.
+// Every string it passes on is storable (core storable.ts): a NUL or an unpaired surrogate in a
+// reply, a tool call or an id becomes U+FFFD here, so the step's writes can never be refused for it.
 
 import { JSONParseError } from '@ai-sdk/provider';
-import { FinishReason, usageFromSdk } from '@loopline/core';
+import { FinishReason, storableText, storableValue, usageFromSdk } from '@loopline/core';
 import { classifyError, normaliseStreamError } from './errors.ts';
 import type { LlmEvent } from './events.ts';
 import type { StreamPart } from './prompt.ts';
@@ -19,15 +21,41 @@ const FINISH_REASONS: ReadonlySet<string> = new Set(FinishReason.options);
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Opens a block on its first non-empty delta, so consumers never see empty blocks. */
+const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;
+
+/**
+ * Opens a block on its first non-empty delta, so consumers never see empty blocks. A delta that
+ * ends in the first half of a surrogate pair keeps it for the next delta of its block, which may
+ * bring the second half (a server that splits a character across chunks).
+ */
 class Blocks {
   private open = new Set<string>();
+  private held = new Map<string, string>();
   private readonly kind: 'text' | 'reasoning';
   constructor(kind: 'text' | 'reasoning') {
     this.kind = kind;
   }
 
-  delta(id: string, text: string): LlmEvent[] {
+  delta(id: string, raw: string): LlmEvent[] {
+    let text = (this.held.get(id) ?? '') + raw;
+    this.held.delete(id);
+    if (text !== '' && isHighSurrogate(text.charCodeAt(text.length - 1))) {
+      this.held.set(id, text.slice(-1));
+      text = text.slice(0, -1);
+    }
+    return this.emit(id, storableText(text));
+  }
+
+  end(id: string): LlmEvent[] {
+    // A half pair still held at the block's end had no second half: it is unpaired.
+    const held = this.held.get(id);
+    this.held.delete(id);
+    const last = held === undefined ? [] : this.emit(id, storableText(held));
+    if (!this.open.delete(id)) return last;
+    return [...last, { type: `${this.kind}-end`, id }];
+  }
+
+  private emit(id: string, text: string): LlmEvent[] {
     if (text === '') return [];
     if (this.open.has(id)) return [{ type: `${this.kind}-delta`, id, text }];
     this.open.add(id);
@@ -35,11 +63,6 @@ class Blocks {
       { type: `${this.kind}-start`, id },
       { type: `${this.kind}-delta`, id, text },
     ];
-  }
-
-  end(id: string): LlmEvent[] {
-    if (!this.open.delete(id)) return [];
-    return [{ type: `${this.kind}-end`, id }];
   }
 }
 
@@ -119,10 +142,12 @@ export class StepNormaliser {
       case 'reasoning-end':
         return this.reasoning.end(part.id);
       case 'tool-call':
-        return [this.toolCall(part.toolCallId, part.toolName, part.input)];
+        return [
+          this.toolCall(storableText(part.toolCallId), storableText(part.toolName), storableText(part.input)),
+        ];
       case 'response-metadata':
-        this.responseId = part.id ?? this.responseId;
-        this.modelId = part.modelId ?? this.modelId;
+        this.responseId = part.id !== undefined ? storableText(part.id) : this.responseId;
+        this.modelId = part.modelId !== undefined ? storableText(part.modelId) : this.modelId;
         return [];
       case 'finish':
         return this.finish(part);
@@ -156,7 +181,8 @@ export class StepNormaliser {
       return invalid(invalidToolInputMessage(toolName, parseError), 'invalid-input');
     }
     if (!isPlainObject(input)) return invalid('tool input must be a JSON object', 'invalid-input');
-    return { type: 'tool-call', callId, toolName, input };
+    // The raw text was storable; a `\u0000` escape in it becomes a NUL only once parsed.
+    return { type: 'tool-call', callId, toolName, input: storableValue(input) };
   }
 
   private finish(part: Finish): LlmEvent[] {

@@ -207,6 +207,51 @@ describe('tool calls from the stream', () => {
   });
 });
 
+describe('text PostgreSQL cannot store, from the stream', () => {
+  const R = '\uFFFD';
+  const delta = (text: string, id = 't1'): StreamPart => ({ type: 'text-delta', id, delta: text });
+  const texts = (events: LlmEvent[]) =>
+    events.flatMap((e) => (e.type === 'text-delta' ? [e.text] : [])).join('');
+
+  it('a NUL and an unpaired surrogate in a delta become U+FFFD', () => {
+    const n = new StepNormaliser();
+    expect(texts(n.push(delta('a\u0000b\udc00c')))).toBe(`a${R}b${R}c`);
+  });
+
+  it('a pair split across two deltas stays a pair; a half left at the end of the block is replaced', () => {
+    const n = new StepNormaliser();
+    const first = n.push(delta('smile \ud83d'));
+    expect(texts(first)).toBe('smile ');
+    expect(texts(n.push(delta('\ude00!')))).toBe('\ud83d\ude00!');
+    expect(texts(n.push(delta('\ud83d')))).toBe('');
+    const end = n.push({ type: 'text-end', id: 't1' });
+    expect(end).toEqual([
+      { type: 'text-delta', id: 't1', text: R },
+      { type: 'text-end', id: 't1' },
+    ]);
+    // A block whose only delta is a lone half still opens, at its end.
+    const m = new StepNormaliser();
+    expect(m.push(delta('\ud800', 't2'))).toEqual([]);
+    expect(m.push({ type: 'text-end', id: 't2' })).toEqual([
+      { type: 'text-start', id: 't2' },
+      { type: 'text-delta', id: 't2', text: R },
+      { type: 'text-end', id: 't2' },
+    ]);
+  });
+
+  it("a tool call's arguments, name and id are made storable", () => {
+    const [ev] = new StepNormaliser(undefined, ['lookup']).push(call('lookup', '{"city":"Ro\\u0000me"}'));
+    expect(ev).toMatchObject({ type: 'tool-call', input: { city: `Ro${R}me` } });
+    const [unknown] = new StepNormaliser(undefined, ['lookup']).push({
+      type: 'tool-call',
+      toolCallId: 'id\u0000',
+      toolName: 'x\ud800',
+      input: '{}',
+    });
+    expect(unknown).toMatchObject({ type: 'tool-call-invalid', callId: `id${R}`, toolName: `x${R}` });
+  });
+});
+
 describe('stream error payloads', () => {
   it('become provider errors with a status, as streamText made them', () => {
     expect(classifyError(normaliseStreamError({ message: 'Overloaded' }))).toMatchObject({

@@ -5,6 +5,7 @@ import {
   LooplineError,
   newId,
   type SessionEvent,
+  storableText,
   type ToolConfig,
   type ToolPart,
   truncateToolOutput,
@@ -152,7 +153,7 @@ async function runOne(
         }
       } catch (err) {
         if (signal.aborted) throw err; // lease lost or aborted: the next runner marks it interrupted
-        failure = describeToolError(err);
+        failure = storableText(describeToolError(err));
         span.setStatus({ code: SpanStatusCode.ERROR, message: failure });
       }
     },

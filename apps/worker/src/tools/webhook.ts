@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { LooplineError, type ToolConfig } from '@loopline/core';
+import { LooplineError, storableText, storableValue, type ToolConfig } from '@loopline/core';
 import { getToolSigningSecret } from '@loopline/db';
 import { checkHeaders, EgressRefusedError, signWebhook, toolSecretAad } from '@loopline/egress';
 import type { WorkerDeps } from '../deps.ts';
@@ -66,12 +66,13 @@ export async function callWebhook(
     try {
       const json = JSON.parse(text) as { output?: unknown; title?: unknown; metadata?: unknown };
       if (json && typeof json === 'object' && 'output' in json) {
+        // The answer's strings are the tool server's: made storable (core storable.ts) here.
         return {
-          output: typeof json.output === 'string' ? json.output : JSON.stringify(json.output),
-          title: typeof json.title === 'string' ? json.title : undefined,
+          output: storableText(typeof json.output === 'string' ? json.output : JSON.stringify(json.output)),
+          title: typeof json.title === 'string' ? storableText(json.title) : undefined,
           metadata:
             json.metadata && typeof json.metadata === 'object'
-              ? (json.metadata as Record<string, unknown>)
+              ? storableValue(json.metadata as Record<string, unknown>)
               : undefined,
         };
       }
@@ -79,7 +80,7 @@ export async function callWebhook(
       // not JSON after all: use the text
     }
   }
-  return { output: text };
+  return { output: storableText(text) };
 }
 
 /** The tool's signing secret, opened; undefined (unsigned call) when none is stored or no key is set. */

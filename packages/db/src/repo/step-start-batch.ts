@@ -3,6 +3,7 @@ import { CompiledQuery } from 'kysely';
 import type { Db } from '../client.ts';
 import { type Fence, staleFenceError } from '../fence.ts';
 import { type Settled, settle } from '../group-commit.ts';
+import { toJson } from '../tables/columns.ts';
 import { BATCH_SESSIONS_LOCK } from './batch-lock.ts';
 import { BATCH_PARTS_INSERT, batchParts } from './batch-parts.ts';
 import {
@@ -95,7 +96,7 @@ export async function startAssistantSteps(
     estimate: input.stepRow.estimate ?? null,
   }));
   const { rows: done } = await db.executeQuery<{ ord: number; last_seq: number; inserted: boolean }>(
-    CompiledQuery.raw(STATEMENT, [JSON.stringify(rows)]),
+    CompiledQuery.raw(STATEMENT, [toJson(rows)]),
   );
   const byOrd = new Map(done.map((r) => [r.ord, r]));
   return Promise.all(

@@ -1,3 +1,4 @@
+import { storableJsonText } from '@loopline/core';
 import type { ColumnType, Generated } from 'kysely';
 
 // Column helpers shared by the table interfaces. jsonb values are written as JSON text
@@ -21,11 +22,15 @@ export type NullableTimestamp = ColumnType<
 /** Omit that distributes over a union (keeps a discriminated union discriminated). */
 export type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
-/** JSON text for a jsonb column. */
+/**
+ * JSON text for a jsonb column. A NUL or an unpaired surrogate that reached this far (upstream
+ * text is made storable where it enters: core storable.ts) is written as U+FFFD instead of making
+ * PostgreSQL refuse the write, which would fail again on every retry.
+ */
 export function toJson<T>(value: T): string {
   const text = JSON.stringify(value);
   if (text === undefined) throw new TypeError('value is not representable as JSON');
-  return text;
+  return storableJsonText(text);
 }
 
 /** JSON text, or null for a nullable jsonb column. */
