@@ -1,7 +1,6 @@
 import {
   BUILTIN_TOOLS,
   builtinToolDefinitions,
-  canRunAsSubagent,
   filterCompacted,
   hasReadableOutput,
   PROVIDER_DEFAULT_PROMPT,
@@ -13,7 +12,7 @@ import {
   type ToolDefinition,
   type WithParts,
 } from '@loopline/core';
-import { getToolsByName, listAgents, loadHistory, type SessionInfo } from '@loopline/db';
+import { getToolsByName, listSubagentNames, loadHistory, type SessionInfo } from '@loopline/db';
 import { capabilitiesFor } from '@loopline/llm';
 import type { AppDeps } from '../plugins/deps.ts';
 
@@ -64,13 +63,14 @@ export async function modelInput(deps: AppDeps, session: SessionInfo): Promise<M
   return { history, visible, system, overhead: requestOverhead(deps.tokenizer, system, tools) };
 }
 
-/** Agents the task tool may start (mode subagent or all), sorted; read only when the agent has task. */
+/**
+ * Agents the task tool may start (mode subagent or all), sorted; read only when the agent has task.
+ * The worker's query (names only, in the same order): a tenant's many large agent configs cost a
+ * session read nothing, and the view lists what the step sends.
+ */
 async function subagentNames(deps: AppDeps, session: SessionInfo): Promise<string[]> {
   if (!session.agent.tools.includes(TASK_TOOL_NAME)) return [];
-  return (await listAgents(deps.db, session.tenantId))
-    .filter((a) => canRunAsSubagent(a.config))
-    .map((a) => a.name)
-    .sort();
+  return listSubagentNames(deps.db, session.tenantId);
 }
 
 /** Statuses in which the loop is working: a message arriving now is a mid-run message. */
