@@ -175,4 +175,53 @@ describe('agent and tool configs', () => {
     );
     expect(fits.status).toBe(201);
   });
+  it('bounds an agent config (and session overrides) to 256 KiB and a tool config to 64 KiB of JSON', async () => {
+    const before = await rowCounts(stack.db);
+    // Every field within its own bound, the whole past the byte cap: 200k of system and 2 × 50k of
+    // compaction context (a session freezes a copy of it, a batch one per conversation).
+    const fat = {
+      system: 'x'.repeat(200_000),
+      compaction: { extraContext: ['y'.repeat(50_000), 'z'.repeat(50_000)] },
+    };
+    const refusedAgent = await agent(fat);
+    expect(refusedAgent.status).toBe(400);
+    expect(JSON.stringify(refusedAgent.body.error.details)).toContain(
+      'an agent config must be at most 262144 bytes',
+    );
+    const overrides = await send(
+      'POST',
+      '/v1/sessions',
+      JSON.stringify({
+        agent: 'helper',
+        overrides: { system: 'x'.repeat(200_000), compaction: fat.compaction },
+      }),
+    );
+    expect(overrides.status).toBe(400);
+    expect(JSON.stringify(overrides.body.error.details)).toContain('overrides must be at most 262144 bytes');
+    const tool = (extra: number) =>
+      send(
+        'PUT',
+        '/v1/tools/fat',
+        JSON.stringify({
+          kind: 'client',
+          inputSchema: {
+            type: 'object',
+            properties: { q: { type: 'string', description: 'd'.repeat(extra) } },
+          },
+        }),
+      );
+    const refusedTool = await tool(65_536);
+    expect(refusedTool.status).toBe(400);
+    expect(JSON.stringify(refusedTool.body.error.details)).toContain(
+      'a tool config must be at most 65536 bytes',
+    );
+    expect(await rowCounts(stack.db)).toEqual(before);
+    // Just under the caps: stored (the agent name exists from the tests above: an update).
+    const fits = await agent({
+      system: 'x'.repeat(200_000),
+      compaction: { extraContext: ['y'.repeat(50_000)] },
+    });
+    expect(fits.status).toBe(200);
+    expect((await tool(60_000)).status).toBe(201);
+  });
 });

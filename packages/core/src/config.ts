@@ -28,6 +28,14 @@ export const MAX_AGENT_TOOLS = 256;
 /** Agents and tools one tenant may define: every list returns them all, and they are read whole. */
 export const MAX_AGENTS_PER_TENANT = 500;
 export const MAX_TOOLS_PER_TENANT = 1_000;
+/**
+ * The largest agent config (and session overrides) a tenant may store, as JSON: a session freezes
+ * a copy of its agent's config, a batch one per conversation, and every step reads it. 256 KiB is
+ * some 60,000 tokens of system prompt, more than most windows leave room for.
+ */
+export const MAX_AGENT_CONFIG_BYTES = 256 * 1024;
+/** The largest tool config as JSON (description, input schema, URL, headers): read by every step. */
+export const MAX_TOOL_CONFIG_BYTES = 64 * 1024;
 const tokens = () => z.number().int().nonnegative().max(MAX_TOKENS);
 const toolName = z.string().min(1).max(128);
 const uniqueNames = (names: readonly string[]) => new Set(names).size === names.length;

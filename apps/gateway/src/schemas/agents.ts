@@ -1,6 +1,6 @@
-import { AgentConfig } from '@loopline/core';
+import { AgentConfig, MAX_AGENT_CONFIG_BYTES } from '@loopline/core';
 import { z } from 'zod';
-import { NextNameCursor, Timestamp } from './shared.ts';
+import { jsonFits, NextNameCursor, Timestamp } from './shared.ts';
 
 // Schemas of the agent routes (routes/agents.ts): PUT body, the stored agent and the list.
 
@@ -25,6 +25,10 @@ export const PutAgentBody = z
         "Write-only: the key for the agent's own `baseURL`, stored encrypted and never returned. Required " +
           'with a new baseURL; omitted, the stored key for the same baseURL is kept.',
       ),
+  })
+  // Every session freezes a copy and every step reads it: bounded in bytes, not only field by field.
+  .refine(({ apiKey: _, ...config }) => jsonFits(config, MAX_AGENT_CONFIG_BYTES), {
+    message: `an agent config must be at most ${MAX_AGENT_CONFIG_BYTES} bytes of JSON`,
   })
   .describe('Agent configuration (core AgentConfig); omitted fields take their defaults')
   .meta({ example: EXAMPLE_AGENT_INPUT });

@@ -2,6 +2,7 @@ import {
   AgentConfig,
   CompactionConfig,
   ErrorData,
+  MAX_AGENT_CONFIG_BYTES,
   ModelLimits,
   ModelRef,
   SessionStatus,
@@ -9,7 +10,7 @@ import {
 } from '@loopline/core';
 import { z } from 'zod';
 import { PendingToolCall } from './session-control.ts';
-import { Metadata, MetadataInput, Timestamp } from './shared.ts';
+import { jsonFits, Metadata, MetadataInput, Timestamp } from './shared.ts';
 
 // Schemas of session creation and the session view (routes/sessions.ts), with the token gauge and
 // the compaction records the view carries.
@@ -37,6 +38,9 @@ export const SessionOverrides = z
     toolOutput: overridesOf(ToolOutputConfig.shape).optional(),
     resendsReasoning: z.boolean().optional(),
     titleModel: ModelRef.optional(),
+  })
+  .refine((o) => jsonFits(o, MAX_AGENT_CONFIG_BYTES), {
+    message: `overrides must be at most ${MAX_AGENT_CONFIG_BYTES} bytes of JSON`,
   })
   .describe('Per-session changes merged over the agent configuration (objects merge field by field)');
 export type SessionOverrides = z.infer<typeof SessionOverrides>;

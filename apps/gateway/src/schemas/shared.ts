@@ -77,9 +77,13 @@ export const Metadata = z
 /** The most metadata a request may store (its JSON): it is returned by every session read and list. */
 export const METADATA_MAX_BYTES = 16 * 1024;
 
+/** Whether a value's JSON is at most `max` bytes (UTF-8). */
+export const jsonFits = (value: unknown, max: number): boolean =>
+  Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8') <= max;
+
 /** Metadata as a request brings it: free-form JSON of at most METADATA_MAX_BYTES. */
 export const MetadataInput = Metadata.refine(
-  (m) => Buffer.byteLength(JSON.stringify(m), 'utf8') <= METADATA_MAX_BYTES,
+  (m) => jsonFits(m, METADATA_MAX_BYTES),
   `metadata must be at most ${METADATA_MAX_BYTES} bytes of JSON`,
 );
 

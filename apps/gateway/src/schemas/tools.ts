@@ -1,6 +1,6 @@
-import { ToolConfig } from '@loopline/core';
+import { MAX_TOOL_CONFIG_BYTES, ToolConfig } from '@loopline/core';
 import { z } from 'zod';
-import { NextNameCursor, Timestamp } from './shared.ts';
+import { jsonFits, NextNameCursor, Timestamp } from './shared.ts';
 
 // Schemas of the tool routes (routes/tools.ts): PUT body (a webhook tool), the stored tool and the list.
 
@@ -12,6 +12,12 @@ const EXAMPLE_TOOL_INPUT = {
 };
 
 export const PutToolBody = ToolConfig.superRefine((tool, ctx) => {
+  // Every step of an agent that lists the tool reads it: bounded in bytes (URL, headers, schema).
+  if (!jsonFits(tool, MAX_TOOL_CONFIG_BYTES))
+    ctx.addIssue({
+      code: 'custom',
+      message: `a tool config must be at most ${MAX_TOOL_CONFIG_BYTES} bytes of JSON`,
+    });
   if (tool.kind !== 'webhook') return;
   let protocol = '';
   try {

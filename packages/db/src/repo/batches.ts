@@ -112,19 +112,13 @@ export async function createBatch(
     const items = input.conversations.map((c, index) => ({ index, sessionId: newId('ses'), ...c }));
     for (let start = 0; start < items.length; start += CHUNK) {
       const chunk = items.slice(start, start + CHUNK);
-      await trx
-        .insertInto('sessions')
-        .values(
-          chunk.map((item) => ({
-            id: item.sessionId,
-            tenant_id: input.tenantId,
-            agent_name: input.agentName,
-            agent,
-            kind: 'batch' as const,
-            metadata: toJson(item.metadata ?? {}),
-          })),
-        )
-        .execute();
+      // The frozen agent config is one parameter of the statement, not one per row: a chunk of a
+      // thousand sessions sends it once (a 256 KiB config was 256 MB of bind message per chunk).
+      await sql`
+        insert into sessions (id, tenant_id, agent_name, agent, kind, metadata)
+        select s.id, ${input.tenantId}, ${input.agentName}, ${agent}::jsonb, 'batch', s.metadata::jsonb
+        from unnest(${chunk.map((i) => i.sessionId)}::text[], ${chunk.map((i) => toJson(i.metadata ?? {}))}::text[])
+          as s(id, metadata)`.execute(trx);
       await trx
         .insertInto('batch_items')
         .values(
