@@ -14,7 +14,8 @@ import { bearer, createTenant, OPERATOR, type Stack, startStack } from '../../ap
 // while (the same bad key again asks nobody), and an address that keeps failing is throttled
 // (429 without a lookup). A valid key still works at once, even from a throttled address once it
 // is known. The queries are counted on the real pool (a kysely plugin on the gateway's own
-// database handle), over real HTTP.
+// database handle), over real HTTP. Wrong operator tokens are throttled the same way, across every
+// route that takes one.
 
 /** Counts every statement that reads api_keys through the instance it is installed on. */
 function apiKeyQueryCounter(): KyselyPlugin & { count: number } {
@@ -125,5 +126,50 @@ describe('failed API-key authentication', () => {
       remoteAddress: '10.0.0.8',
     });
     expect(res.statusCode).toBe(401);
+  });
+});
+
+describe('wrong operator tokens', () => {
+  // Every route that takes the operator token counts against one allowance per address: the
+  // bearer routes (/v1/admin/*, /metrics), `?token=` on the operator pages and the login form.
+  const at = (remoteAddress: string) => ({
+    admin: (token: string) =>
+      gateway.inject({ method: 'GET', url: '/v1/admin/sessions', headers: bearer(token), remoteAddress }),
+    metrics: (token: string) =>
+      gateway.inject({ method: 'GET', url: '/metrics', headers: bearer(token), remoteAddress }),
+    page: (token: string) =>
+      gateway.inject({ method: 'GET', url: `/admin/queues?token=${token}`, remoteAddress }),
+    login: (token: string) =>
+      gateway.inject({
+        method: 'POST',
+        url: '/admin/login',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: `token=${token}`,
+        remoteAddress,
+      }),
+  });
+
+  it('ten wrong guesses across the routes, then 429 everywhere for that address, the right token too', async () => {
+    const a = at('10.0.1.1');
+    const kinds = [a.admin, a.metrics, a.page, a.login];
+    for (let i = 0; i < 10; i++) {
+      const res = await kinds[i % kinds.length]!(`wrong-${i}`);
+      expect(res.statusCode, `guess ${i}`).toBe(401);
+    }
+    for (const route of kinds) {
+      const refused = await route(OPERATOR);
+      expect(refused.statusCode).toBe(429);
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+    }
+    // Another address is not affected, and the right token works there.
+    expect((await at('10.0.1.2').admin(OPERATOR)).statusCode).toBe(200);
+    expect((await at('10.0.1.2').metrics(OPERATOR)).statusCode).toBe(200);
+  });
+
+  it('the right token costs nothing of the allowance', async () => {
+    const b = at('10.0.1.3');
+    for (let i = 0; i < 20; i++) expect((await b.admin(OPERATOR)).statusCode).toBe(200);
+    for (let i = 0; i < 9; i++) expect((await b.admin(`wrong-${i}`)).statusCode).toBe(401);
+    expect((await b.admin(OPERATOR)).statusCode).toBe(200);
   });
 });

@@ -82,11 +82,12 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     metrics,
     queues: () => deps.queues.all(),
     operatorToken: deps.operatorToken,
+    guard: app.deps.operatorGuard,
   }); // GET /metrics (operator token)
 
   await app.register(
     async (admin) => {
-      admin.addHook('onRequest', operatorAuth(deps.operatorToken));
+      admin.addHook('onRequest', operatorAuth(deps.operatorToken, app.deps.operatorGuard));
       await admin.register(adminRoutes);
     },
     { prefix: '/v1/admin' },
@@ -120,10 +121,12 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     queues: deps.queues.all(),
     operatorToken: deps.operatorToken,
     sessionMs: deps.operatorSessionMs,
+    guard: app.deps.operatorGuard,
   });
   await app.register(operatorLoginRoutes, {
     operatorToken: deps.operatorToken,
     sameSecret,
+    guard: app.deps.operatorGuard,
     ...(deps.operatorSessionMs !== undefined ? { sessionMs: deps.operatorSessionMs } : {}),
   }); // /admin/login: the browser session of the inspector and Bull Board
   await app.register(inspectorPlugin); // /admin/inspector and /v1/admin/sessions (operator token)

@@ -192,7 +192,7 @@ export async function inspectorPlugin(app: FastifyInstance): Promise<void> {
 
   await app.register(
     async (admin) => {
-      admin.addHook('onRequest', operatorAuth(deps.operatorToken));
+      admin.addHook('onRequest', operatorAuth(deps.operatorToken, deps.operatorGuard));
       await admin.register(jsonRoutes(deps, '/sessions/:id/inspect', true));
     },
     { prefix: '/v1/admin' },
@@ -202,7 +202,10 @@ export async function inspectorPlugin(app: FastifyInstance): Promise<void> {
     async (page) => {
       page.addHook(
         'onRequest',
-        operatorBrowserAuth(deps.operatorToken, { sessionMs: deps.operatorSessionMs }),
+        operatorBrowserAuth(deps.operatorToken, {
+          sessionMs: deps.operatorSessionMs,
+          guard: deps.operatorGuard,
+        }),
       );
       page.addHook('onSend', async (_request, reply) => {
         secure(reply);

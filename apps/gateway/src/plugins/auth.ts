@@ -3,7 +3,7 @@ import type { TenantLimits } from '@loopline/core';
 import { type ApiKeyAuth, authenticateApiKeyCached, cachedApiKey, hashApiKey } from '@loopline/db';
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler, onRequestHookHandler } from 'fastify';
 import type { GatewayDeps } from '../deps.ts';
-import { authGuard } from '../lib/auth-guard.ts';
+import { type AuthGuard, authGuard } from '../lib/auth-guard.ts';
 import { HttpError } from '../lib/http-error.ts';
 import {
   DEFAULT_OPERATOR_SESSION_MS,
@@ -110,10 +110,45 @@ function sameSecret(a: string, b: string): boolean {
   return b.length > 0 && timingSafeEqual(digest(a), digest(b));
 }
 
-export function operatorAuth(operatorToken: string): onRequestAsyncHookHandler {
-  return async (request) => {
+/** Wrong operator tokens a client address may present per minute, on every route that takes one. */
+export const OPERATOR_FAILURES_PER_MINUTE = 10;
+
+/** The guard against guessing the operator token: one per app, shared by every route that takes it. */
+export function operatorGuard(): AuthGuard {
+  return authGuard({ failuresPerMinute: OPERATOR_FAILURES_PER_MINUTE, negativeCacheMs: 0 });
+}
+
+/**
+ * Whether a presented operator token is the token. A wrong one counts against the client address;
+ * past OPERATOR_FAILURES_PER_MINUTE the address gets 429 for the rest of the minute, whatever it
+ * presents (answering a right guess then would tell it apart), so the token cannot be guessed faster
+ * on the bearer routes, `?token=` or the login form than on any one of them.
+ */
+export function operatorTokenMatches(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  presented: string,
+  operatorToken: string,
+  guard: AuthGuard,
+): boolean {
+  const retryAfter = guard.throttled(request.ip);
+  if (retryAfter !== undefined) {
+    reply.header('retry-after', String(retryAfter));
+    throw new HttpError(
+      'rate_limited',
+      `Too many wrong operator tokens from this address; retry in ${retryAfter} s`,
+      { retryAfterSeconds: retryAfter },
+    );
+  }
+  if (sameSecret(presented, operatorToken)) return true;
+  guard.failed(request.ip, undefined);
+  return false;
+}
+
+export function operatorAuth(operatorToken: string, guard: AuthGuard): onRequestAsyncHookHandler {
+  return async (request, reply) => {
     const token = bearer(request.headers.authorization);
-    if (!token || !sameSecret(token, operatorToken))
+    if (!token || !operatorTokenMatches(request, reply, token, operatorToken, guard))
       throw new HttpError(
         'unauthorized',
         'Operator token required: send Authorization: Bearer <operator token>',
@@ -124,6 +159,8 @@ export function operatorAuth(operatorToken: string): onRequestAsyncHookHandler {
 export interface BrowserAuthOptions {
   /** Lifetime of the session cookie set by `?token=` (default 8 h). */
   sessionMs?: number | undefined;
+  /** The app's guard against guessing the token (operatorGuard). */
+  guard: AuthGuard;
 }
 
 /**
@@ -131,11 +168,13 @@ export interface BrowserAuthOptions {
  * (plugins/operator-session.ts). `?token=` is only a redirect: it sets the cookie and sends the
  * browser to the same URL without the token. A browser without either goes to the login page.
  */
-export function operatorBrowserAuth(operatorToken: string, opts: BrowserAuthOptions = {}) {
+export function operatorBrowserAuth(operatorToken: string, opts: BrowserAuthOptions) {
   const ttlMs = opts.sessionMs ?? DEFAULT_OPERATOR_SESSION_MS;
+  const matches = (request: FastifyRequest, reply: FastifyReply, presented: string) =>
+    operatorTokenMatches(request, reply, presented, operatorToken, opts.guard);
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const token = bearer(request.headers.authorization);
-    if (token && sameSecret(token, operatorToken)) return;
+    if (token && matches(request, reply, token)) return;
     const cookie = readCookie(request.headers.cookie, OPERATOR_COOKIE);
     if (cookie && verifyOperatorSession(operatorToken, cookie)) return;
     const url = new URL(request.url, 'http://gateway.invalid');
@@ -143,7 +182,7 @@ export function operatorBrowserAuth(operatorToken: string, opts: BrowserAuthOpti
     if (query !== null) {
       url.searchParams.delete('token');
       const target = `${url.pathname}${url.search}`;
-      if (sameSecret(query, operatorToken)) {
+      if (matches(request, reply, query)) {
         reply
           .header('set-cookie', sessionCookie(request, issueOperatorSession(operatorToken, ttlMs), ttlMs))
           .header('cache-control', 'no-store')

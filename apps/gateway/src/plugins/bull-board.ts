@@ -3,6 +3,7 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import type { Queue } from 'bullmq';
 import type { FastifyPluginAsync } from 'fastify';
+import type { AuthGuard } from '../lib/auth-guard.ts';
 import { operatorBrowserAuth } from './auth.ts';
 import { toProblem } from './errors.ts';
 
@@ -15,6 +16,8 @@ export interface BullBoardOptions {
   basePath: string;
   /** Lifetime of the operator session cookie `?token=` sets. */
   sessionMs?: number | undefined;
+  /** The app's guard against guessing the operator token. */
+  guard: AuthGuard;
 }
 
 /** Serves Bull Board for the given queues under its base path. */
@@ -27,6 +30,9 @@ export const bullBoardPlugin: FastifyPluginAsync<BullBoardOptions> = async (app,
     const p = toProblem(err);
     return { status: p.status as 500, body: { error: { code: p.code, message: p.message } } };
   });
-  app.addHook('onRequest', operatorBrowserAuth(opts.operatorToken, { sessionMs: opts.sessionMs }));
+  app.addHook(
+    'onRequest',
+    operatorBrowserAuth(opts.operatorToken, { sessionMs: opts.sessionMs, guard: opts.guard }),
+  );
   await app.register(serverAdapter.registerPlugin());
 };

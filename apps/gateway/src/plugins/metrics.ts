@@ -2,6 +2,7 @@ import type { Queue } from 'bullmq';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import type { AuthGuard } from '../lib/auth-guard.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import { ErrorResponse } from '../schemas/shared.ts';
 import { operatorAuth } from './auth.ts';
@@ -101,12 +102,13 @@ export interface MetricsRouteOptions {
   metrics: GatewayMetrics;
   queues: () => Queue[];
   operatorToken: string;
+  guard: AuthGuard;
 }
 
 /** GET /metrics behind the operator token (Prometheus: `authorization: {credentials: <token>}`). */
 export const metricsRoutes: FastifyPluginAsyncZod<MetricsRouteOptions> = async (app, opts) => {
   const { metrics } = opts;
-  app.addHook('onRequest', operatorAuth(opts.operatorToken));
+  app.addHook('onRequest', operatorAuth(opts.operatorToken, opts.guard));
   app.get(
     '/metrics',
     {

@@ -1,6 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { authGuard } from '../lib/auth-guard.ts';
+import type { AuthGuard } from '../lib/auth-guard.ts';
 
 // The operator's browser session (inspector, Bull Board). The operator token is posted once to
 // /admin/login (a form, a JSON body or an Authorization header); the answer is a session cookie:
@@ -114,13 +114,16 @@ export interface OperatorLoginOptions {
   sessionMs?: number;
   /** Checks a presented token in constant time. */
   sameSecret: (a: string, b: string) => boolean;
+  /** The app's guard against guessing the token, shared with the bearer and `?token=` routes. */
+  guard: AuthGuard;
 }
 
 /** GET/POST /admin/login and POST /admin/logout (hidden from the OpenAPI document). */
 export const operatorLoginRoutes: FastifyPluginAsync<OperatorLoginOptions> = async (app, opts) => {
   const ttlMs = opts.sessionMs ?? DEFAULT_OPERATOR_SESSION_MS;
-  // Wrong tokens: 10 a minute per address, then 429 (the token is the only secret guarding it).
-  const guard = authGuard({ failuresPerMinute: 10, negativeCacheMs: 0 });
+  // Wrong tokens: 10 a minute per address on all operator routes together, then 429 (the token is
+  // the only secret guarding them).
+  const { guard } = opts;
   app.addContentTypeParser(
     'application/x-www-form-urlencoded',
     { parseAs: 'string' },
