@@ -41,6 +41,33 @@ beforeAll(async () => {
             }),
           },
         },
+        {
+          when: { lastUserIncludes: 'bad-key', lastMessageRole: 'user' },
+          reply: {
+            fault: 'http',
+            status: 401,
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({
+              error: {
+                message: 'Incorrect API key provided: sk-proj-****wxyz.',
+                type: 'invalid_request_error',
+              },
+            }),
+          },
+        },
+        {
+          when: { lastUserIncludes: 'bad-host', lastMessageRole: 'user' },
+          reply: {
+            fault: 'http',
+            status: 400,
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({
+              error: {
+                message: 'upstream http://vllm.internal:8000/v1 at 10.0.3.7:8000 refused the request',
+              },
+            }),
+          },
+        },
       ],
     },
   });
@@ -121,5 +148,30 @@ describe('upstream text PostgreSQL cannot store', () => {
     expect(s.status).toBe('error');
     expect(s.error.name).toBe('APIError');
     expect(s.error.message).toContain(`refused ${R} here ${R}`);
+  });
+});
+
+describe("an operator provider's failure as the tenant reads it", () => {
+  // The deployment's provider (the mock here is an operator provider: compatible/mock): its key
+  // hints, URLs and addresses never reach the tenant's session; its log keeps them.
+  it('a refused credential says whose it is, without the key hint', async () => {
+    const id = await client.session('a');
+    await client.send(id, 'bad-key');
+    const s = await client.waitIdle(id, 20_000);
+    expect(s.status).toBe('error');
+    expect(s.error.message).toBe(
+      "the model provider refused this deployment's credentials (HTTP 401); the operator must check them",
+    );
+    expect(JSON.stringify(await client.history(id))).not.toContain('wxyz');
+  });
+
+  it("another failure keeps the provider's words without its URLs and addresses", async () => {
+    const id = await client.session('a');
+    await client.send(id, 'bad-host');
+    const s = await client.waitIdle(id, 20_000);
+    expect(s.status).toBe('error');
+    expect(s.error.message).toContain('refused the request');
+    const all = JSON.stringify([s, await client.history(id)]);
+    for (const secret of ['vllm.internal', '10.0.3.7']) expect(all).not.toContain(secret);
   });
 });

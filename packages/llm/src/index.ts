@@ -51,6 +51,7 @@ export {
   providersFromEnv,
 } from './providers.ts';
 export { type StepRequest, streamStep } from './stream.ts';
+export { tenantFacingMessage } from './tenant-message.ts';
 export {
   createTokenizer,
   type EncodingName,

@@ -14,6 +14,7 @@ import {
   type Usage,
   type WithParts,
 } from '@loopline/core';
+import { tenantFacingMessage } from '@loopline/llm';
 import type { Logger } from 'pino';
 import type { Hooks, Metered, Models, Store, Tokens } from '../deps.ts';
 import { type SessionContext, sessionRatio } from '../session-context.ts';
@@ -102,7 +103,8 @@ export async function runLadder(
       await ignoreSummaryParts(input.writer, input.summaryMessageId, out.partIds);
       if (out.error.kind === 'aborted' || input.signal.aborted)
         throw new Error('compaction aborted: lease lost');
-      error = errorData('SummaryGenerationError', out.error.message, { kind: out.error.kind, rung });
+      const said = tenantFacingMessage(out.error, input.model.baseURL ? 'own' : 'operator');
+      error = errorData('SummaryGenerationError', said, { kind: out.error.kind, rung });
       log.warn({ rung, kind: out.error.kind, err: out.error.message }, 'summary failed; structural rung');
       break;
     }

@@ -30,7 +30,7 @@ import {
   updateMessageInfo,
   updatePartsCte,
 } from '@loopline/db';
-import { type LlmEvent, streamStep } from '@loopline/llm';
+import { type LlmEvent, streamStep, tenantFacingMessage } from '@loopline/llm';
 import type { Logger } from 'pino';
 import { isUserAbort } from '../abort-reason.ts';
 import { MODEL_CALL_TIMEOUT_MS, type Models } from '../deps.ts';
@@ -297,10 +297,13 @@ async function callAfterStart(
       },
       'model provider failed',
     );
+    // The tenant reads an operator provider's failure without the deployment's addresses or key
+    // hints (llm tenantFacingMessage); the log line above keeps its words whole.
+    const said = failure ? tenantFacingMessage(failure, agent.baseURL ? 'own' : 'operator') : undefined;
     const error =
       kind === 'overflow'
-        ? errorData('ContextOverflowError', failure?.message ?? 'context length exceeded')
-        : errorData('APIError', failure?.message ?? 'the model stream ended without a finish', {
+        ? errorData('ContextOverflowError', said ?? 'context length exceeded')
+        : errorData('APIError', said ?? 'the model stream ended without a finish', {
             status: failure?.status,
             retryable: kind === 'retryable',
           });
