@@ -91,6 +91,9 @@ describe('egress gate: textual address forms', () => {
       '8.8.8.8': 'public',
       '2606:4700:4700::1111': 'public',
       '64:ff9b::808:808': 'public',
+      // RFC 8215 local-use NAT64 (/48): its IPv4 address may sit in other bits; private as a whole.
+      '64:ff9b:1:a00:1::808:808': 'private',
+      '64:ff9b:1::808:808': 'private',
       'not-an-ip': 'invalid',
     };
     for (const [ip, klass] of Object.entries(table)) expect(classifyAddress(ip), ip).toBe(klass);

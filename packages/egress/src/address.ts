@@ -27,8 +27,16 @@ function embeddedIPv4(v6: ipaddr.IPv6): ipaddr.IPv4 | undefined {
   return undefined;
 }
 
+/**
+ * RFC 8215's local-use NAT64 prefix: a network may translate it with a prefix shorter than /96,
+ * where the IPv4 address sits in other bits than the last 32 (RFC 6052 §2.2), and what it leads to
+ * is that network's own: private as a whole.
+ */
+const LOCAL_USE_NAT64 = ipaddr.parseCIDR('64:ff9b:1::/48');
+
 function classifyParsed(addr: ipaddr.IPv4 | ipaddr.IPv6): AddressClass {
   if (metadata.has(addr.toNormalizedString())) return 'metadata';
+  if (addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).match(LOCAL_USE_NAT64)) return 'private';
   if (addr.kind() === 'ipv6') {
     const inner = embeddedIPv4(addr as ipaddr.IPv6);
     if (inner) return classifyParsed(inner);
