@@ -160,6 +160,43 @@ describe('GET /v1/sessions/:id/events', () => {
     );
   });
 
+  it('a message too large for the stream (200 KB of text) is an event.clipped there, whole in the log', async () => {
+    let connected = false;
+    const pending = readStream(
+      {},
+      (f) => events(f).some((e) => e.event === 'event.clipped'),
+      '?after=$',
+      () => {
+        connected = true;
+      },
+    );
+    await until('the stream connected', () => connected);
+    const text = 'z'.repeat(200_000);
+    const posted = await fetch(`${base}/v1/sessions/${t.sessionId}/messages`, {
+      method: 'POST',
+      headers: { ...t.auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ text }),
+    });
+    expect(posted.status).toBe(202);
+    const { info, parts } = (
+      (await posted.json()) as { message: { info: { id: string }; parts: { id: string }[] } }
+    ).message;
+    const clipped = events((await pending).frames).find((e) => e.event === 'event.clipped')!;
+    expect(JSON.parse(clipped.data!)).toMatchObject({
+      type: 'event.clipped',
+      event: 'part.updated',
+      messageId: info.id,
+      partId: parts[0]!.id,
+      partType: 'text',
+    });
+    expect(await stack.redis.memory('USAGE', stack.keys.events(t.sessionId))).toBeLessThan(100_000);
+    const log = await fetch(`${base}/v1/sessions/${t.sessionId}/messages?view=log`, { headers: t.auth });
+    const stored = (
+      (await log.json()) as { messages: { info: { id: string }; parts: { text?: string }[] }[] }
+    ).messages;
+    expect(stored.find((m) => m.info.id === info.id)!.parts[0]!.text).toBe(text);
+  });
+
   it('shares two Redis connections among all streams of the process, whatever their number', async () => {
     const sseConnections = async () => {
       const list = (await stack.redis.client('LIST')) as string;

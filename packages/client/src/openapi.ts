@@ -3948,6 +3948,16 @@ export interface operations {
                     } | {
                         /** @enum {string} */
                         type: "session.idle";
+                    } | {
+                        /** @enum {string} */
+                        type: "event.clipped";
+                        event: string;
+                        bytes: number;
+                        messageId?: string;
+                        partId?: string;
+                        partType?: string;
+                        callId?: string;
+                        status?: string;
                     };
                 };
             };

@@ -62,7 +62,7 @@ export { isStorableText, storableJsonText, storableText, storableValue } from '.
 
 // Schemas of what is stored and sent: messages, parts, events, tenants, tools, usage.
 
-export { SessionEvent, SessionStatus } from './schema/event.ts';
+export { clippedEvent, EVENT_MAX_BYTES, SessionEvent, SessionStatus } from './schema/event.ts';
 export {
   AssistantMessage,
   FinishReason,

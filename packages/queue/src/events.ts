@@ -1,10 +1,12 @@
-import type { SessionEvent } from '@loopline/core';
+import { clippedEvent, EVENT_MAX_BYTES, type SessionEvent } from '@loopline/core';
 import type { KeySpace } from './keys.ts';
 import type { RedisClient } from './redis.ts';
 import { loadLua } from './scripts.ts';
 
 // Session events: a Redis stream per session. Published after the PostgreSQL commit they
-// describe; the stream id is the SSE event id, so a client resumes with Last-Event-ID.
+// describe; the stream id is the SSE event id, so a client resumes with Last-Event-ID. An event
+// larger than core's EVENT_MAX_BYTES is published as `event.clipped` (what it described is read
+// from PostgreSQL): a tenant's message or tool output decides how much Redis holds otherwise.
 
 const MAX_LEN = 10_000;
 const TTL_S = 7 * 86_400;
@@ -41,8 +43,17 @@ export async function publishEvents(
   if (events.length === 0) return;
   const key = keys.events(sessionId);
   const json = new Array<string>(events.length);
-  for (let i = 0; i < events.length; i++) json[i] = JSON.stringify(events[i]);
+  for (let i = 0; i < events.length; i++) json[i] = streamJson(events[i]!);
   await publishCommand(redis)(key, MAX_LEN, TTL_S, keys.eventsChannel(sessionId), ...json);
+}
+
+/** An event's JSON as the stream keeps it: past EVENT_MAX_BYTES, the `event.clipped` in its place. */
+function streamJson(event: SessionEvent): string {
+  const json = JSON.stringify(event);
+  // A UTF-8 byte is at least a third of a UTF-16 unit: count bytes only when it could matter.
+  if (json.length * 3 <= EVENT_MAX_BYTES) return json;
+  const bytes = Buffer.byteLength(json, 'utf8');
+  return bytes <= EVENT_MAX_BYTES ? json : JSON.stringify(clippedEvent(event, bytes));
 }
 
 export interface StreamedEvent {

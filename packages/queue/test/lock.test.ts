@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { EVENT_MAX_BYTES } from '@loopline/core';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sleep, until } from '../../testkit/src/wait.ts';
@@ -95,5 +96,69 @@ describe('session events', () => {
     expect(all.map((e) => e.event.type)).toEqual(['session.status', 'session.idle', 'session.status']);
     const rest = await readEvents(redis, keys, sid, all[0]!.id, 10);
     expect(rest.map((e) => e.id)).toEqual(all.slice(1).map((e) => e.id));
+  });
+
+  it('an event larger than EVENT_MAX_BYTES is kept as event.clipped; Redis never holds its content', async () => {
+    const sid = `ses_${randomUUID()}`;
+    const base = { sessionId: sid, messageId: 'msg_1', tokens: 0 };
+    const big = 'x'.repeat(EVENT_MAX_BYTES);
+    // Multi-byte text: under the cap in characters, over it in bytes.
+    const wide = 'é'.repeat(EVENT_MAX_BYTES / 2 + 10);
+    const fits = 'y'.repeat(EVENT_MAX_BYTES - 500);
+    await publishEvents(redis, keys, sid, [
+      { type: 'part.updated', part: { ...base, id: 'prt_text', type: 'text', text: big } },
+      { type: 'part.delta', messageId: 'msg_1', partId: 'prt_text', field: 'text', delta: wide },
+      {
+        type: 'part.updated',
+        part: {
+          ...base,
+          id: 'prt_tool',
+          type: 'tool',
+          callId: 'call_1',
+          tool: 'lookup',
+          state: {
+            status: 'completed',
+            input: {},
+            output: big,
+            title: '',
+            metadata: {},
+            time: { start: 1, end: 2 },
+          },
+        },
+      },
+      { type: 'part.updated', part: { ...base, id: 'prt_fits', type: 'text', text: fits } },
+    ]);
+    const events = (await readEvents(redis, keys, sid, '0', 10)).map((e) => e.event);
+    expect(events.slice(0, 3)).toEqual([
+      {
+        type: 'event.clipped',
+        event: 'part.updated',
+        bytes: expect.any(Number),
+        messageId: 'msg_1',
+        partId: 'prt_text',
+        partType: 'text',
+      },
+      {
+        type: 'event.clipped',
+        event: 'part.delta',
+        bytes: expect.any(Number),
+        messageId: 'msg_1',
+        partId: 'prt_text',
+      },
+      {
+        type: 'event.clipped',
+        event: 'part.updated',
+        bytes: expect.any(Number),
+        messageId: 'msg_1',
+        partId: 'prt_tool',
+        partType: 'tool',
+        callId: 'call_1',
+        status: 'completed',
+      },
+    ]);
+    for (const e of events.slice(0, 3))
+      expect((e as { bytes: number }).bytes).toBeGreaterThan(EVENT_MAX_BYTES);
+    expect(events[3]).toMatchObject({ type: 'part.updated', part: { id: 'prt_fits', text: fits } });
+    expect(await redis.memory('USAGE', keys.events(sid))).toBeLessThan(2 * EVENT_MAX_BYTES);
   });
 });

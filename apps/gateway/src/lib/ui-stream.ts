@@ -30,7 +30,7 @@ export function createUIStreamTranslator(opts: { clientTools: ReadonlySet<string
   /** User messages and summaries of the turn: their parts are not the reply. */
   const skipped = new Set<string>();
   const texts = new Map<string, TextState & { messageId: string }>();
-  const tools = new Map<string, { input: boolean; output: boolean }>();
+  const tools = new Map<string, { input: boolean; output: boolean; client: boolean }>();
   let finishReason: string | undefined;
 
   const openStep = (messageId: string, out: UIChunk[]) => {
@@ -77,7 +77,7 @@ export function createUIStreamTranslator(opts: { clientTools: ReadonlySet<string
     const answered = state.status === 'completed' || state.status === 'error';
     let t = tools.get(part.callId);
     if (!t) {
-      t = { input: false, output: false };
+      t = { input: false, output: false, client };
       tools.set(part.callId, t);
       openStep(part.messageId, out);
       // A client call first seen answered is the continuation after addToolOutput: the UI message
@@ -135,6 +135,22 @@ export function createUIStreamTranslator(opts: { clientTools: ReadonlySet<string
           if (p.type === 'text' && !p.ignored) textDelta(p.messageId, p.id, 'text', p.text, undefined, out);
           else if (p.type === 'reasoning') textDelta(p.messageId, p.id, 'reasoning', p.text, undefined, out);
           else if (p.type === 'tool') toolPart(p, out);
+          break;
+        }
+        case 'event.clipped': {
+          // A tool part too large for the event stream (core EVENT_MAX_BYTES): its call, already
+          // shown, is closed with where to read the output instead of waiting forever.
+          if (event.partType !== 'tool' || !event.callId || !event.messageId || skipped.has(event.messageId))
+            break;
+          const t = tools.get(event.callId);
+          if (!t || t.output || (event.status !== 'completed' && event.status !== 'error')) break;
+          t.output = true;
+          out.push({
+            type: 'tool-output-available',
+            toolCallId: event.callId,
+            output: `[${event.bytes} bytes, too large for the event stream: read the part from GET /v1/sessions/:id/messages]`,
+            ...(t.client ? {} : { providerExecuted: true }),
+          });
           break;
         }
         case 'part.delta':

@@ -42,5 +42,52 @@ export const SessionEvent = z.discriminatedUnion('type', [
   }),
   z.object({ type: z.literal('session.error'), error: ErrorData }),
   z.object({ type: z.literal('session.idle') }),
+  /**
+   * An event too large for the stream (EVENT_MAX_BYTES of JSON) was left out in its place: read
+   * what it described (`messageId`, `partId`) with GET …/messages. A tool part's call id and status
+   * come with it, so a client can close the call.
+   */
+  z.object({
+    type: z.literal('event.clipped'),
+    event: z.string(),
+    bytes: z.number().int(),
+    messageId: z.string().optional(),
+    partId: z.string().optional(),
+    partType: z.string().optional(),
+    callId: z.string().optional(),
+    status: z.string().optional(),
+  }),
 ]);
 export type SessionEvent = z.infer<typeof SessionEvent>;
+
+/**
+ * The largest event a session's stream carries, as JSON. Streams are kept in Redis for resumption
+ * (10,000 events a session), so an event's size is what a tenant could otherwise make Redis hold:
+ * a user message of a megabyte, a tool output raised to 16 MiB. Larger events are published as
+ * `event.clipped`; PostgreSQL keeps the whole part. 128 KiB passes a default tool output (50 KiB,
+ * escaped) whole.
+ */
+export const EVENT_MAX_BYTES = 128 * 1024;
+
+/** What is published in place of an event of `bytes` bytes of JSON, past EVENT_MAX_BYTES. */
+export function clippedEvent(event: SessionEvent, bytes: number): SessionEvent {
+  const base = { type: 'event.clipped' as const, event: event.type, bytes };
+  switch (event.type) {
+    case 'part.updated': {
+      const p = event.part;
+      return {
+        ...base,
+        messageId: p.messageId,
+        partId: p.id,
+        partType: p.type,
+        ...(p.type === 'tool' ? { callId: p.callId, status: p.state.status } : {}),
+      };
+    }
+    case 'part.delta':
+      return { ...base, messageId: event.messageId, partId: event.partId };
+    case 'message.updated':
+      return { ...base, messageId: event.message.id };
+    default:
+      return base;
+  }
+}
