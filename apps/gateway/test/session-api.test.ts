@@ -199,6 +199,38 @@ describe('GET /v1/sessions/:id/messages pages', () => {
       hasMore: true,
     });
   });
+
+  it('a page also ends at about 16 MiB of JSON (hasMore), and a larger message comes alone', async () => {
+    const id = await create();
+    const add = (text: string) =>
+      appendUserMessageAndQueue(stack.db, {
+        tenantId: t.tenant.id,
+        sessionId: id,
+        parts: [{ type: 'text', text, tokens: 1 }],
+        wakeFrom: [],
+        midRunIn: [],
+      });
+    // Twelve messages of 1.5 MB (18 MB in all), then one of 17 MB, then a small one.
+    for (let i = 1; i <= 12; i++) await add(String(i % 10).repeat(1_500_000));
+    await add('h'.repeat(17 * 1024 * 1024));
+    await add('tail');
+    const page = async (url: string) => {
+      const r = await get(url);
+      expect(r.statusCode).toBe(200);
+      const body = r.json();
+      expect(r.body.length).toBeLessThan(18 * 1024 * 1024); // one 17 MB message alone, at most
+      return { seqs: body.messages.map((m: { info: { seq: number } }) => m.info.seq), hasMore: body.hasMore };
+    };
+    // 16 MiB holds eleven of the 1.5 MB messages.
+    const upTo = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, k) => from + k);
+    expect(await page(`/v1/sessions/${id}/messages`)).toEqual({ seqs: upTo(1, 11), hasMore: true });
+    expect(await page(`/v1/sessions/${id}/messages?after=11`)).toEqual({ seqs: [12], hasMore: true });
+    expect(await page(`/v1/sessions/${id}/messages?after=12`)).toEqual({ seqs: [13], hasMore: true });
+    expect(await page(`/v1/sessions/${id}/messages?after=13`)).toEqual({ seqs: [14], hasMore: false });
+    // Backward: the newest that fit before the given seq.
+    expect(await page(`/v1/sessions/${id}/messages?before=13`)).toEqual({ seqs: upTo(2, 12), hasMore: true });
+    expect(await page(`/v1/sessions/${id}/messages?before=14`)).toEqual({ seqs: [13], hasMore: true });
+  });
 });
 
 describe('POST …/messages with Prefer: wait', () => {

@@ -319,7 +319,7 @@ export interface paths {
         };
         /**
          * The session history: the log (in pages), or the model view
-         * @description view=log (default): every message and part ever written, including reverted ones and replaced history before compactions. view=model: from the newest compaction boundary, filtered and converted exactly as the next model call will send it, with the system blocks. view=log pages with after / before (message seq, exclusive) and limit: the next page of a long history is ?after=<last seq>, older messages are ?before=<first seq>; hasMore says whether more messages lie beyond the page. A page holds at most 1000 messages, and without limit it is the first (or, with before, the last) 1000.
+         * @description view=log (default): every message and part ever written, including reverted ones and replaced history before compactions. view=model: from the newest compaction boundary, filtered and converted exactly as the next model call will send it, with the system blocks. view=log pages with after / before (message seq, exclusive) and limit: the next page of a long history is ?after=<last seq>, older messages are ?before=<first seq>; hasMore says whether more messages lie beyond the page. A page holds at most 1000 messages and about 16 MiB of JSON (a single larger message alone), and without limit it is the first (or, with before, the last) 1000 that fit.
          */
         get: operations["listMessages"];
         put?: never;

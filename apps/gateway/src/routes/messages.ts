@@ -1,10 +1,11 @@
 import { toRequestMessages } from '@loopline/core';
-import { loadHistory, type UserPartInput } from '@loopline/db';
+import type { UserPartInput } from '@loopline/db';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { appendAndWake, requestHash, withTokens } from '../lib/append.ts';
 import { checkFiles } from '../lib/egress.ts';
 import { HttpError, notFound } from '../lib/http-error.ts';
 import { refuseOversizedInput } from '../lib/input-fit.ts';
+import { logPage } from '../lib/log-page.ts';
 import { modelInput } from '../lib/model-view.ts';
 import { loadSession } from '../lib/sessions.ts';
 import { preferWait, waitForTurn } from '../lib/wait-turn.ts';
@@ -114,7 +115,8 @@ export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
           'exactly as the next model call will send it, with the system blocks. view=log pages with after / ' +
           'before (message seq, exclusive) and limit: the next page of a long history is ?after=<last seq>, ' +
           'older messages are ?before=<first seq>; hasMore says whether more messages lie beyond the page. ' +
-          'A page holds at most 1000 messages, and without limit it is the first (or, with before, the last) 1000.',
+          'A page holds at most 1000 messages and about 16 MiB of JSON (a single larger message alone), and ' +
+          'without limit it is the first (or, with before, the last) 1000 that fit.',
         params: IdParam,
         querystring: MessagesPageQuery,
         response: withErrors({ 200: MessagesResponse }),
@@ -125,17 +127,12 @@ export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
       const session = await loadSession(deps, tenantId, request.params.id);
       const { view, after, before, limit } = request.query;
       if (view === 'log') {
-        // One more than the page tells whether more lie beyond it.
-        const size = limit ?? LOG_PAGE_MAX;
-        const messages = await loadHistory(deps.db, tenantId, session.id, {
-          includeReverted: true,
-          ...(after !== undefined ? { fromSeq: after + 1 } : {}),
-          ...(before !== undefined ? { beforeSeq: before } : {}),
-          ...(before !== undefined ? { last: size + 1 } : { first: size + 1 }),
+        const page = await logPage(deps, tenantId, session.id, {
+          after,
+          before,
+          size: limit ?? LOG_PAGE_MAX,
         });
-        const hasMore = messages.length > size;
-        if (hasMore) before !== undefined ? messages.shift() : messages.pop();
-        return { view: 'log' as const, messages, hasMore };
+        return { view: 'log' as const, ...page };
       }
       if (after !== undefined || before !== undefined || limit !== undefined)
         throw new HttpError('validation_error', 'after, before and limit page view=log only', {
