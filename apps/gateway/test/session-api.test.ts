@@ -5,6 +5,7 @@ import {
   listSessionPage,
   setSessionStatus,
 } from '@loopline/db';
+import { sleep } from '@loopline/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, rowCounts, type Stack, startStack, tenantWithSession } from './helpers.ts';
 
@@ -256,6 +257,41 @@ describe('POST …/messages with Prefer: wait', () => {
       payload: { text: 'hi' },
     });
     expect(res.statusCode, res.body).toBe(202);
+  });
+
+  it('waits are capped per key like event streams (20): past the cap the preference is not applied', async () => {
+    const id = await create();
+    // No worker runs here: every wait holds its request until its seconds pass. Over a real socket
+    // (an injected request's raw response closes at once, which ends a wait).
+    const base = await stack.app.listen({ port: 0, host: '127.0.0.1' });
+    const post = async (seconds: number) => {
+      const res = await fetch(`${base}/v1/sessions/${id}/messages`, {
+        method: 'POST',
+        headers: { ...t.auth, prefer: `wait=${seconds}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ text: 'hi' }),
+      });
+      await res.arrayBuffer();
+      return {
+        statusCode: res.status,
+        headers: { 'preference-applied': res.headers.get('preference-applied') ?? undefined },
+      };
+    };
+    const hold = async (seconds: number) => {
+      // Twenty-one at once: one is answered at once (202, nothing waited) while twenty hold.
+      let settled = 0;
+      const posts = Array.from({ length: 21 }, () => post(seconds).finally(() => settled++));
+      const first = await Promise.race(posts);
+      expect(first.statusCode).toBe(202);
+      expect(first.headers['preference-applied']).toBeUndefined();
+      expect(settled).toBe(1);
+      // The twenty hold for their seconds (a cap below twenty would have answered more by now).
+      await sleep(1_000);
+      expect(settled).toBe(1);
+      for (const res of await Promise.all(posts)) expect(res.statusCode).toBe(202);
+    };
+    await hold(3);
+    // Their places were given back: twenty more hold again, the next is refused again.
+    await hold(2);
   });
 });
 

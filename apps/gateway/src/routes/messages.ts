@@ -8,6 +8,7 @@ import { refuseOversizedInput } from '../lib/input-fit.ts';
 import { logPage } from '../lib/log-page.ts';
 import { modelInput } from '../lib/model-view.ts';
 import { loadSession } from '../lib/sessions.ts';
+import { streamLimiter } from '../lib/stream-limits.ts';
 import { preferWait, waitForTurn } from '../lib/wait-turn.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import {
@@ -29,6 +30,13 @@ const tags = ['sessions'];
 
 export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
   const deps = app.deps;
+  // `Prefer: wait` holds a request open like an event stream does: counted per key and per tenant
+  // with the same caps, on a counter of its own. Past them the preference is not applied (RFC 7240
+  // lets a server ignore it): the usual 202 at once, never an error.
+  const waits = streamLimiter({
+    maxPerKey: deps.sse?.maxPerKey ?? 20,
+    maxPerTenant: deps.sse?.maxPerTenant ?? 100,
+  });
 
   app.post(
     '/sessions/:id/messages',
@@ -73,6 +81,8 @@ export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
       const wait = preferWait(request.headers.prefer);
       const answer = async (response: AcceptedMessage) => {
         if (wait === undefined || wait === 0) return reply.status(202).send(response);
+        const { keyId } = tenantOf(request);
+        if (waits.acquire(tenantId, keyId)) return reply.status(202).send(response);
         const closed = new AbortController();
         reply.raw.once('close', () => closed.abort());
         const turn = await waitForTurn(
@@ -82,7 +92,7 @@ export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
           response.message.info.seq,
           wait,
           closed.signal,
-        );
+        ).finally(() => waits.release(tenantId, keyId));
         if (!turn) return reply.status(202).send(response);
         reply.header('preference-applied', `wait=${wait}`);
         return reply.status(200).send({
