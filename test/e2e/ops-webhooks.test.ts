@@ -248,6 +248,10 @@ describe('deliveries', () => {
     });
     expect(deadList[0].status).toBe('pending');
     expect(deadList[0].lastError).toMatch(/ECONNREFUSED/);
+    // One delivery of an event at a time: no redelivery beside one still being retried.
+    const twice = await client.call('POST', `/v1/webhooks/dead/deliveries/${deadList[0].id}/redeliver`);
+    expect(twice.status).toBe(409);
+    expect(twice.body.error.code).toBe('conflict');
     // A failed attempt is a warning with its reason in the log, not only a counter.
     // (The attempt is recorded, then logged: wait for the line.)
     const warned = await until('the warning of a failed attempt', () =>

@@ -613,7 +613,7 @@ export interface paths {
         put?: never;
         /**
          * Deliver an event again
-         * @description Sends the delivery again (same event id and body, a fresh signature), with the usual retries. 202; 404 for an unknown subscription or delivery.
+         * @description Sends the delivery again (same event id and body, a fresh signature), with the usual retries. 202; 404 for an unknown subscription or delivery; 409 while the delivery is still pending (being delivered or retried): one delivery of an event at a time.
          */
         post: operations["postV1WebhooksNameDeliveriesIdRedeliver"];
         delete?: never;

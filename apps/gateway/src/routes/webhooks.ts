@@ -208,7 +208,8 @@ export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
         summary: 'Deliver an event again',
         description:
           'Sends the delivery again (same event id and body, a fresh signature), with the usual retries. ' +
-          '202; 404 for an unknown subscription or delivery.',
+          '202; 404 for an unknown subscription or delivery; 409 while the delivery is still pending (being ' +
+          'delivered or retried): one delivery of an event at a time.',
         params: DeliveryParams,
         response: withErrors({ 202: RedeliverView }),
       },
@@ -222,7 +223,11 @@ export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
       // A job id of its own (the first delivery's job may still be kept by BullMQ), recorded
       // first: a job lost after this is re-added by the worker's reconciler.
       const jobId = `${id}-r${Date.now()}`;
-      await resetWebhookDelivery(deps.db, tenantId, id, jobId);
+      if (!(await resetWebhookDelivery(deps.db, tenantId, id, jobId, { unlessPending: true })))
+        throw new HttpError(
+          'conflict',
+          'The delivery is still pending (being delivered or retried): redeliver it once it has succeeded or failed',
+        );
       await queueDeliveries(deps.queues, [{ id, tenantId, jobId }]);
       request.log.info({ webhook: name, deliveryId: id }, 'webhook re-delivery requested');
       return reply

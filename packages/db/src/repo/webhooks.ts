@@ -347,11 +347,15 @@ export async function resetWebhookDelivery(
   tenantId: string,
   id: string,
   jobId: string,
-): Promise<void> {
-  await db
+  opts: { unlessPending?: boolean } = {},
+): Promise<boolean> {
+  let query = db
     .updateTable('webhook_deliveries')
     .set({ status: 'pending', job_id: jobId, updated_at: sql<Date>`now()` })
     .where('tenant_id', '=', tenantId)
-    .where('id', '=', id)
-    .execute();
+    .where('id', '=', id);
+  // A redelivery asked for by a tenant: never a second job beside one still delivering it.
+  if (opts.unlessPending) query = query.where('status', '!=', 'pending');
+  const result = await query.executeTakeFirst();
+  return result.numUpdatedRows > 0n;
 }
