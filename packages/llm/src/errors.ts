@@ -37,6 +37,11 @@ const NETWORK_CODES = new Set([
   'UND_ERR_CLOSED',
 ]);
 
+/** Whether a code is a transport failure's (the connection, DNS, a socket timeout), not a provider's. */
+export function isNetworkCode(code: string | undefined): boolean {
+  return code !== undefined && NETWORK_CODES.has(code);
+}
+
 /** SDK errors that mean the request itself is wrong: retrying cannot help. */
 const TERMINAL_SDK_ERRORS = new Set([
   'AI_InvalidPromptError',

@@ -1,5 +1,5 @@
 import { REDACTED } from '@loopline/core';
-import type { ClassifiedError } from './errors.ts';
+import { type ClassifiedError, isNetworkCode } from './errors.ts';
 
 // What a tenant reads of a provider failure. A tenant's own endpoint's words are its own and pass
 // as they are. An operator provider's are the deployment's: its internal address and port (a
@@ -19,7 +19,7 @@ const KEY_RE = /\b(?:sk|pk|rk|ak|key|api[-_]?key)[-_][\w*.…-]{4,}|\bBearer\s+\
 /** The provider failure as a tenant may read it (file header); `own`: the tenant's own endpoint. */
 export function tenantFacingMessage(error: ClassifiedError, endpoint: 'operator' | 'own'): string {
   if (endpoint === 'own') return error.message;
-  if (error.status === undefined && error.kind === 'retryable' && error.code)
+  if (error.status === undefined && isNetworkCode(error.code))
     return `the model provider could not be reached (${error.code})`;
   if (error.status === 401 || error.status === 403)
     return `the model provider refused this deployment's credentials (HTTP ${error.status}); the operator must check them`;

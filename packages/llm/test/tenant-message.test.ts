@@ -15,6 +15,13 @@ describe('tenantFacingMessage', () => {
       'the model provider could not be reached (ECONNREFUSED)',
     );
     expect(tenantFacingMessage(err, 'own')).toBe(err.message);
+    // A provider's own code without a status (an in-stream error) is not a transport failure.
+    const inStream = {
+      kind: 'retryable' as const,
+      code: 'rate_limit_exceeded',
+      message: 'Rate limit reached',
+    };
+    expect(tenantFacingMessage(inStream, 'operator')).toBe(inStream.message);
   });
 
   it("a refused credential is the deployment's to fix, without the provider's words", () => {
