@@ -1,3 +1,5 @@
+import { ToolConfig } from '@loopline/core';
+import { putTool } from '@loopline/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTenant, expectProblem, type Stack, startStack } from './helpers.ts';
 
@@ -108,5 +110,39 @@ describe('listing agents and tools', () => {
       const problem = expectProblem(res, 400, 'validation_error');
       expect(JSON.stringify(problem), query).toMatch(/limit|cursor/);
     }
+  });
+});
+
+describe('a list bounded in bytes', () => {
+  it('ends at about 16 MiB of configs with nextCursor, and the cursor gives the rest', async () => {
+    const t = await createTenant(stack.app, 'pages-big');
+    // 300 tools of about 60 KiB (18 MB): more than one answer holds.
+    const tool = ToolConfig.parse({
+      ...TOOL,
+      kind: 'client',
+      description: 'd'.repeat(9_000),
+      inputSchema: { type: 'object', description: 'x'.repeat(51_000) },
+    });
+    const names = Array.from({ length: 300 }, (_, i) => `big${String(i).padStart(3, '0')}`);
+    for (let i = 0; i < names.length; i += 50)
+      await Promise.all(names.slice(i, i + 50).map((n) => putTool(stack.db, t.tenant.id, n, tool, null)));
+    const auth = { authorization: `Bearer ${t.apiKey}` };
+    const list = async (query: string) => {
+      const res = await stack.app.inject({ method: 'GET', url: `/v1/tools${query}`, headers: auth });
+      expect(res.statusCode).toBe(200);
+      expect(res.body.length).toBeLessThan(17 * 1024 * 1024);
+      return res.json() as { tools: { name: string }[]; nextCursor: string | null };
+    };
+    const first = await list('');
+    expect(first.tools.length).toBeGreaterThan(200);
+    expect(first.tools.length).toBeLessThan(300);
+    expect(first.nextCursor).toBe(first.tools.at(-1)!.name);
+    const rest = await list(`?cursor=${first.nextCursor}`);
+    expect(rest.nextCursor).toBeNull();
+    expect([...first.tools, ...rest.tools].map((x) => x.name)).toEqual(names);
+    // A limit within the bytes is kept as asked.
+    const ten = await list('?limit=10');
+    expect(ten.tools).toHaveLength(10);
+    expect(ten.nextCursor).toBe('big009');
   });
 });

@@ -183,7 +183,7 @@ export interface paths {
         };
         /**
          * List agents
-         * @description The agents of the authenticated tenant by name, with their stored configurations: all of them (at most 500), or with ?limit= pages of that many; pass nextCursor as ?cursor= for the next.
+         * @description The agents of the authenticated tenant by name, with their stored configurations: all of them (at most 500), or with ?limit= pages of that many; pass nextCursor as ?cursor= for the next. An answer holds at most about 16 MiB of configurations: past that it ends early, with nextCursor.
          */
         get: operations["listAgents"];
         put?: never;
@@ -231,7 +231,7 @@ export interface paths {
         };
         /**
          * List tools
-         * @description The tools of the authenticated tenant by name (built-in tools such as read_output are not listed): all of them (at most 1,000), or with ?limit= pages of that many; pass nextCursor as ?cursor= for the next.
+         * @description The tools of the authenticated tenant by name (built-in tools such as read_output are not listed): all of them (at most 1,000), or with ?limit= pages of that many; pass nextCursor as ?cursor= for the next. An answer holds at most about 16 MiB of configurations: past that it ends early, with nextCursor.
          */
         get: operations["listTools"];
         put?: never;

@@ -12,6 +12,11 @@ import { iso, isValidName } from './sessions.ts';
 // with the kind (what it checks and seals differs).
 
 type App = Parameters<FastifyPluginAsyncZod>[0];
+
+/** Configs read per statement of a list. */
+const LIST_CHUNK = 100;
+/** The most config JSON one list answer holds (a single larger config alone). */
+export const LIST_MAX_BYTES = 16 * 1024 * 1024;
 type Docs = { summary: string; description: string };
 
 export interface NamedConfigRoutes<C> {
@@ -69,14 +74,27 @@ export function namedConfigRoutes<C>(app: App, kind: NamedConfigRoutes<C>): void
     async (request) => {
       const { limit, cursor } = request.query;
       // Without limit every one (after the cursor): a tenant holds at most MAX_AGENTS_PER_TENANT /
-      // MAX_TOOLS_PER_TENANT of them. With it, one more than the page: whether a next page exists.
-      const items = await kind.all(db, tenantOf(request).id, {
-        ...(limit !== undefined ? { limit: limit + 1 } : {}),
-        ...(cursor ? { after: cursor } : {}),
-      });
-      const more = limit !== undefined && items.length > limit;
-      const page = more ? items.slice(0, limit) : items;
-      return { [kind.plural]: page.map(namedView), nextCursor: more ? page.at(-1)!.name : null };
+      // MAX_TOOLS_PER_TENANT of them. Read LIST_CHUNK at a time, and a page also ends (nextCursor)
+      // at the config that would take it past LIST_MAX_BYTES of JSON: 500 agents of 256 KiB would
+      // be 125 MiB in the gateway for one request. One more than asked: whether a next page exists.
+      const tenantId = tenantOf(request).id;
+      const want = limit ?? Number.POSITIVE_INFINITY;
+      const page: NamedConfig<C>[] = [];
+      let bytes = 0;
+      let after = cursor || undefined;
+      for (;;) {
+        const ask = Math.min(LIST_CHUNK, want + 1 - page.length);
+        const items = await kind.all(db, tenantId, { limit: ask, ...(after ? { after } : {}) });
+        for (const item of items) {
+          const size = JSON.stringify(item.config).length;
+          if (page.length === want || (page.length > 0 && bytes + size > LIST_MAX_BYTES))
+            return { [kind.plural]: page.map(namedView), nextCursor: page.at(-1)!.name };
+          page.push(item);
+          bytes += size;
+          after = item.name;
+        }
+        if (items.length < ask) return { [kind.plural]: page.map(namedView), nextCursor: null };
+      }
     },
   );
 

@@ -131,7 +131,8 @@ export const agentRoutes: FastifyPluginAsyncZod = async (app) => {
         summary: 'List agents',
         description:
           'The agents of the authenticated tenant by name, with their stored configurations: all of them ' +
-          '(at most 500), or with ?limit= pages of that many; pass nextCursor as ?cursor= for the next.',
+          '(at most 500), or with ?limit= pages of that many; pass nextCursor as ?cursor= for the next. An ' +
+          'answer holds at most about 16 MiB of configurations: past that it ends early, with nextCursor.',
       },
       delete: {
         summary: 'Delete an agent',

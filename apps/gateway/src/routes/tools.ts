@@ -100,7 +100,8 @@ export const toolRoutes: FastifyPluginAsyncZod = async (app) => {
         summary: 'List tools',
         description:
           'The tools of the authenticated tenant by name (built-in tools such as read_output are not listed): ' +
-          'all of them (at most 1,000), or with ?limit= pages of that many; pass nextCursor as ?cursor= for the next.',
+          'all of them (at most 1,000), or with ?limit= pages of that many; pass nextCursor as ?cursor= for the next. ' +
+          'An answer holds at most about 16 MiB of configurations: past that it ends early, with nextCursor.',
       },
       delete: {
         summary: 'Delete a tool',
