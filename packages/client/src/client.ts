@@ -244,13 +244,28 @@ export function createLoopline(options: LooplineOptions) {
     };
   }
 
+  /** Every item of a list by name, page after page (an answer may end early: nextCursor). */
+  async function everyName<P extends { nextCursor: string | null }, T>(
+    path: string,
+    itemsOf: (page: P) => T[],
+  ): Promise<T[]> {
+    const all: T[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: P = await json<P>('GET', `${path}${queryString(cursor ? { cursor } : {})}`);
+      all.push(...itemsOf(page));
+      cursor = page.nextCursor;
+    } while (cursor);
+    return all;
+  }
+
   return {
     agents: {
       put: (name: string, config: AgentInput) =>
         json<Agent>('PUT', `/v1/agents/${enc(name)}`, { body: config }),
       get: (name: string) => json<Agent>('GET', `/v1/agents/${enc(name)}`),
-      /** Every agent of the tenant (at most 500). */
-      list: async () => (await json<Schemas['AgentList']>('GET', '/v1/agents')).agents,
+      /** Every agent of the tenant (at most 500), following nextCursor when an answer ended early. */
+      list: () => everyName<Schemas['AgentList'], Agent>('/v1/agents', (page) => page.agents),
       /** One page by name: `limit` agents after `cursor` (pass the answer's nextCursor for the next). */
       page: (query: Query<'listAgents'> = {}) =>
         json<Schemas['AgentList']>('GET', `/v1/agents${queryString(query)}`),
@@ -259,8 +274,8 @@ export function createLoopline(options: LooplineOptions) {
     tools: {
       put: (name: string, config: ToolInput) => json<Tool>('PUT', `/v1/tools/${enc(name)}`, { body: config }),
       get: (name: string) => json<Tool>('GET', `/v1/tools/${enc(name)}`),
-      /** Every tool of the tenant (at most 1,000). */
-      list: async () => (await json<Schemas['ToolList']>('GET', '/v1/tools')).tools,
+      /** Every tool of the tenant (at most 1,000), following nextCursor when an answer ended early. */
+      list: () => everyName<Schemas['ToolList'], Tool>('/v1/tools', (page) => page.tools),
       /** One page by name: `limit` tools after `cursor` (pass the answer's nextCursor for the next). */
       page: (query: Query<'listTools'> = {}) =>
         json<Schemas['ToolList']>('GET', `/v1/tools${queryString(query)}`),
