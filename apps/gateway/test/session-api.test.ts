@@ -5,7 +5,6 @@ import {
   listSessionPage,
   setSessionStatus,
 } from '@loopline/db';
-import { sleep } from '@loopline/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, rowCounts, type Stack, startStack, tenantWithSession } from './helpers.ts';
 
@@ -261,37 +260,35 @@ describe('POST …/messages with Prefer: wait', () => {
 
   it('waits are capped per key like event streams (20): past the cap the preference is not applied', async () => {
     const id = await create();
-    // No worker runs here: every wait holds its request until its seconds pass. Over a real socket
-    // (an injected request's raw response closes at once, which ends a wait).
+    // No worker runs here: every wait holds (wait=60) until the test fails the session's turn,
+    // which answers each holder 200 with Preference-Applied. Over a real socket (an injected
+    // request's raw response closes at once, which ends a wait).
     const base = await stack.app.listen({ port: 0, host: '127.0.0.1' });
-    const post = async (seconds: number) => {
+    const post = async () => {
       const res = await fetch(`${base}/v1/sessions/${id}/messages`, {
         method: 'POST',
-        headers: { ...t.auth, prefer: `wait=${seconds}`, 'content-type': 'application/json' },
+        headers: { ...t.auth, prefer: 'wait=60', 'content-type': 'application/json' },
         body: JSON.stringify({ text: 'hi' }),
       });
       await res.arrayBuffer();
+      return { statusCode: res.status, applied: res.headers.get('preference-applied') };
+    };
+    /** Twenty-one at once: how many waited (200, applied) and how many were answered at once (202). */
+    const round = async () => {
+      const posts = Array.from({ length: 21 }, () => post());
+      // No holder can finish before the turn does, so the first answer is the one past the cap,
+      // and the twenty others hold a place each by then.
+      expect(await Promise.race(posts)).toEqual({ statusCode: 202, applied: null });
+      await setSessionStatus(stack.db, t.tenant.id, id, 'error');
+      const answers = await Promise.all(posts);
       return {
-        statusCode: res.status,
-        headers: { 'preference-applied': res.headers.get('preference-applied') ?? undefined },
+        waited: answers.filter((a) => a.statusCode === 200 && a.applied === 'wait=60').length,
+        atOnce: answers.filter((a) => a.statusCode === 202 && a.applied === null).length,
       };
     };
-    const hold = async (seconds: number) => {
-      // Twenty-one at once: one is answered at once (202, nothing waited) while twenty hold.
-      let settled = 0;
-      const posts = Array.from({ length: 21 }, () => post(seconds).finally(() => settled++));
-      const first = await Promise.race(posts);
-      expect(first.statusCode).toBe(202);
-      expect(first.headers['preference-applied']).toBeUndefined();
-      expect(settled).toBe(1);
-      // The twenty hold for their seconds (a cap below twenty would have answered more by now).
-      await sleep(1_000);
-      expect(settled).toBe(1);
-      for (const res of await Promise.all(posts)) expect(res.statusCode).toBe(202);
-    };
-    await hold(3);
-    // Their places were given back: twenty more hold again, the next is refused again.
-    await hold(2);
+    expect(await round()).toEqual({ waited: 20, atOnce: 1 });
+    // Their places were given back: twenty wait again, and the next is answered at once again.
+    expect(await round()).toEqual({ waited: 20, atOnce: 1 });
   });
 });
 

@@ -50,7 +50,16 @@ export async function waitForTurn(
     }
     const left = deadline - Date.now();
     if (left <= 0 || signal?.aborted) return undefined;
-    await new Promise((resolve) => setTimeout(resolve, Math.min(pause, left)));
+    // A closed connection ends the pause at once (its place among the waits is given back then).
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.min(pause, left));
+      signal?.addEventListener('abort', done, { once: true });
+    });
     pause = Math.min(pause * 2, 500);
   }
 }

@@ -83,8 +83,11 @@ export const messageRoutes: FastifyPluginAsyncZod = async (app) => {
         if (wait === undefined || wait === 0) return reply.status(202).send(response);
         const { keyId } = tenantOf(request);
         if (waits.acquire(tenantId, keyId)) return reply.status(202).send(response);
+        // The client gone: stop waiting. It may have gone during the append already (the close
+        // event then came before this listener).
         const closed = new AbortController();
-        reply.raw.once('close', () => closed.abort());
+        if (request.raw.socket?.destroyed) closed.abort();
+        else reply.raw.once('close', () => closed.abort());
         const turn = await waitForTurn(
           deps,
           tenantId,
