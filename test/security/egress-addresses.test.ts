@@ -5,6 +5,7 @@ import {
   DENY_PRIVATE,
   type EgressGate,
   EgressRefusedError,
+  hostList,
 } from '@loopline/egress';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SecretServer, startSecretServer } from './servers.ts';
@@ -135,6 +136,42 @@ describe('egress gate: allow-lists are per purpose', () => {
       secret.connections = 0;
       await webhooks.close();
       await attachments.close();
+    }
+  });
+
+  it('a host:port entry opens that port of the host only; a name resolving there too', async () => {
+    const entries = hostList(`127.0.0.1:${secret.port}, [::1]:4020, tools.internal:8080, Tools.Internal.:9`);
+    expect(entries).toEqual([
+      `127.0.0.1:${secret.port}`,
+      '[::1]:4020',
+      'tools.internal:8080',
+      'tools.internal:9',
+    ]);
+    const policy = {
+      allowPrivate: false,
+      allowHosts: [`127.0.0.1:${secret.port}`, `tools.internal:${secret.port}`],
+    };
+    const webhooks = createEgressGate({
+      purpose: 'webhook',
+      policy,
+      resolve: async () => [{ address: '127.0.0.1', family: 4 }],
+    });
+    // Another port of the same host: refused at the door (a URL stored with it) and at the gate.
+    const other = secret.port === 65_535 ? secret.port - 1 : secret.port + 1;
+    try {
+      expect((await webhooks.request(`${secret.url}/listed`, {}, limits)).status).toBe(200);
+      expect(
+        (await webhooks.request(`http://tools.internal:${secret.port}/by-name`, {}, limits)).status,
+      ).toBe(200);
+      expect(secret.hits).toHaveLength(2);
+      expect(() => checkUrl(`http://127.0.0.1:${other}/`, 'webhook', policy)).toThrow(/private or loopback/);
+      const err = await webhooks.request(`http://tools.internal:${other}/`, {}, limits).catch((e) => e);
+      expect((err as EgressRefusedError).reason).toBe('private-address');
+      expect(secret.hits).toHaveLength(2);
+    } finally {
+      secret.hits.length = 0;
+      secret.connections = 0;
+      await webhooks.close();
     }
   });
 

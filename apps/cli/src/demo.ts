@@ -101,14 +101,14 @@ async function main() {
     LOOPLINE_OPERATOR_TOKEN: operatorToken,
     // The gateway checks agents and tools against the workers' providers and egress policy.
     ...(modelBase ? { OPENAI_BASE_URL: modelBase } : {}),
-    LOOPLINE_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
+    LOOPLINE_WEBHOOK_ALLOW_HOSTS: `127.0.0.1:${toolsPort}`,
   });
   start('worker', 'apps/worker/src/main.ts', {
     ...common,
     OPENAI_API_KEY: env.OPENAI_API_KEY ?? 'mock-key',
     ...(modelBase ? { OPENAI_BASE_URL: modelBase } : {}),
-    // The demo's tool server runs on loopback; allow exactly that host.
-    LOOPLINE_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
+    // The demo's tool server runs on loopback; allow exactly its port (not every loopback port).
+    LOOPLINE_WEBHOOK_ALLOW_HOSTS: `127.0.0.1:${toolsPort}`,
     // V8's young generation capped as in production (docs/DEPLOYMENT.md): RSS under 300 MB.
     NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --max-semi-space-size=8`.trim(),
     // glibc's malloc arenas capped as in production (docs/DEPLOYMENT.md, worker memory).

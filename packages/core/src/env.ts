@@ -280,7 +280,9 @@ export const egressEnv = z.object({
   LOOPLINE_WEBHOOK_ALLOW_PRIVATE: envFlag(
     'let webhook tools reach private and loopback addresses (never cloud metadata)',
   ),
-  LOOPLINE_WEBHOOK_ALLOW_HOSTS: envList('hosts webhook tools may reach even when private (comma-separated)'),
+  LOOPLINE_WEBHOOK_ALLOW_HOSTS: envList(
+    'hosts webhook tools may reach even when private (comma-separated; host:port opens that port only)',
+  ),
   LOOPLINE_ATTACHMENT_ALLOW_PRIVATE: envFlag('let message attachments be fetched from private addresses'),
   LOOPLINE_ATTACHMENT_ALLOW_HOSTS: envList('hosts attachments may be fetched from even when private'),
   LOOPLINE_MODEL_ALLOW_PRIVATE: envFlag("let tenants' own model endpoints (`baseURL`) be private addresses"),

@@ -1,6 +1,6 @@
 import { classifyAddress, isIpLiteral } from './address.ts';
 import { EgressRefusedError, refusalMessage } from './errors.ts';
-import { type EgressPolicy, type EgressPurpose, hostAllowed, normaliseHost } from './policy.ts';
+import { type EgressPolicy, type EgressPurpose, hostAllowed, normaliseHost, urlPort } from './policy.ts';
 
 // Checks that need no DNS: what the gateway applies when a tenant stores a URL or headers
 // (PUT /v1/tools, PUT /v1/agents, POST …/messages) and what the gate applies again before every
@@ -32,12 +32,13 @@ export function checkUrl(url: string | URL, purpose: EgressPurpose, policy: Egre
     );
   // URL() already turned decimal, octal and hex IPv4 forms into dotted quads.
   const host = normaliseHost(parsed.hostname);
+  const port = urlPort(parsed);
   if (isIpLiteral(host)) {
     const klass = classifyAddress(host);
     if (klass === 'metadata') throw refusal(purpose, host, 'metadata');
-    if (klass !== 'public' && !policy.allowPrivate && !hostAllowed(policy, host))
+    if (klass !== 'public' && !policy.allowPrivate && !hostAllowed(policy, host, port))
       throw refusal(purpose, host, 'private');
-  } else if (LOCAL_NAMES.test(host) && !policy.allowPrivate && !hostAllowed(policy, host)) {
+  } else if (LOCAL_NAMES.test(host) && !policy.allowPrivate && !hostAllowed(policy, host, port)) {
     throw refusal(purpose, host, 'private');
   }
   return parsed;

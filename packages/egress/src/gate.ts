@@ -83,54 +83,66 @@ export function createEgressGate(opts: GateOptions): EgressGate {
   const { purpose, policy } = opts;
   const resolve = opts.resolve ?? systemResolve;
 
-  /** Why `address` may not be used for `host`, or undefined when it may. */
-  const refusalFor = (host: string, address: string): EgressRefusedError | undefined => {
+  /**
+   * Why `address` may not be used for `host`, or undefined when it may. `listed`: the allow-list
+   * names the host on the port of this connection.
+   */
+  const refusalFor = (host: string, address: string, listed: boolean): EgressRefusedError | undefined => {
     const klass = classifyAddress(address);
     if (klass === 'public') return undefined;
     if (klass === 'metadata')
       return new EgressRefusedError(purpose, 'metadata-address', refusalMessage(purpose, host, 'metadata'));
-    if (policy.allowPrivate || hostAllowed(policy, host)) return undefined;
+    if (policy.allowPrivate || listed) return undefined;
     return new EgressRefusedError(purpose, 'private-address', refusalMessage(purpose, host, 'private'));
   };
 
   // net.connect's lookup: resolve once, refuse the name if any answer is refused, and hand the
-  // checked addresses to the connect (which tries exactly these).
-  const guardedLookup = (
-    hostname: string,
-    options: { all?: boolean },
-    callback: (err: Error | null, address: string | LookupAddress[], family?: number) => void,
-  ) => {
-    resolve(hostname).then(
-      (addresses) => {
-        if (addresses.length === 0)
-          return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '');
-        for (const a of addresses) {
-          const refused = refusalFor(normaliseHost(hostname), a.address);
-          if (refused) return callback(refused, '');
-        }
-        if (options.all) callback(null, addresses);
-        else callback(null, addresses[0]!.address, addresses[0]!.family);
-      },
-      (err: Error) => callback(err, ''),
-    );
-  };
+  // checked addresses to the connect (which tries exactly these). Two of them, for a connection
+  // whose host and port the allow-list names and for any other (the lookup is not told the port).
+  const guardedLookup =
+    (listed: boolean) =>
+    (
+      hostname: string,
+      options: { all?: boolean },
+      callback: (err: Error | null, address: string | LookupAddress[], family?: number) => void,
+    ) => {
+      resolve(hostname).then(
+        (addresses) => {
+          if (addresses.length === 0)
+            return callback(
+              Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }),
+              '',
+            );
+          for (const a of addresses) {
+            const refused = refusalFor(normaliseHost(hostname), a.address, listed);
+            if (refused) return callback(refused, '');
+          }
+          if (options.all) callback(null, addresses);
+          else callback(null, addresses[0]!.address, addresses[0]!.family);
+        },
+        (err: Error) => callback(err, ''),
+      );
+    };
 
   const connectorOf = (build: typeof buildConnector): buildConnector.connector => {
-    const base = build({
-      lookup: guardedLookup as never,
-      timeout: opts.connectTimeoutMs ?? 10_000,
-    });
+    const timeout = opts.connectTimeoutMs ?? 10_000;
+    const bases = {
+      listed: build({ lookup: guardedLookup(true) as never, timeout }),
+      unlisted: build({ lookup: guardedLookup(false) as never, timeout }),
+    };
     return (options, callback) => {
       const host = normaliseHost(options.hostname);
+      const port = options.port ? Number(options.port) : options.protocol === 'https:' ? 443 : 80;
+      const listed = hostAllowed(policy, host, port);
       // IP literals skip the lookup: check them here, before any packet is sent.
       if (classifyAddress(host) !== 'invalid') {
-        const refused = refusalFor(host, host);
+        const refused = refusalFor(host, host, listed);
         if (refused) return callback(refused, null);
       }
-      base(options, (err, socket) => {
+      (listed ? bases.listed : bases.unlisted)(options, (err, socket) => {
         if (err || !socket) return callback(err ?? new Error('connect failed'), null);
         // Belt and braces: the address the socket is actually connected to.
-        const refused = socket.remoteAddress ? refusalFor(host, socket.remoteAddress) : undefined;
+        const refused = socket.remoteAddress ? refusalFor(host, socket.remoteAddress, listed) : undefined;
         if (refused) {
           socket.destroy();
           return callback(refused, null);

@@ -9,7 +9,10 @@ export type EgressPurpose = (typeof EGRESS_PURPOSES)[number];
 export interface EgressPolicy {
   /** Every private address (loopback, RFC 1918, link-local…) is allowed; metadata still is not. */
   allowPrivate: boolean;
-  /** Host names or IP literals (lower case, no brackets) allowed even when they are private. */
+  /**
+   * Host names or IP literals allowed even when they are private: `host` opens every port of it,
+   * `host:port` (`[v6]:port` for IPv6) only that one. Lower case, as normaliseAllowEntry writes them.
+   */
   allowHosts: string[];
 }
 
@@ -53,7 +56,7 @@ export interface EgressSettings {
 
 /** The egress policies of every purpose from the parsed configuration. */
 export function policiesFromConfig(c: EgressSettings): EgressPolicies {
-  const hosts = (list: string[]) => list.map(normaliseHost).filter(Boolean);
+  const hosts = (list: string[]) => list.map(normaliseAllowEntry).filter(Boolean);
   return {
     webhook: {
       allowPrivate: c.LOOPLINE_WEBHOOK_ALLOW_PRIVATE,
@@ -71,8 +74,40 @@ export function policiesFromConfig(c: EgressSettings): EgressPolicies {
 export function hostList(raw: string | undefined): string[] {
   return (raw ?? '')
     .split(',')
-    .map((h) => normaliseHost(h))
+    .map((h) => normaliseAllowEntry(h))
     .filter(Boolean);
+}
+
+interface AllowEntry {
+  host: string;
+  /** Absent: every port of the host. */
+  port?: number;
+}
+
+const portOf = (text: string) => {
+  const port = Number(text);
+  return Number.isInteger(port) && port > 0 && port < 65_536 ? port : undefined;
+};
+
+/** An allow-list entry: `host`, `host:port`, `[v6]`, `[v6]:port` or a bare IPv6 address (every port). */
+function parseAllowEntry(raw: string): AllowEntry {
+  const text = raw.trim().toLowerCase();
+  const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(text);
+  if (bracketed) {
+    const port = bracketed[2] !== undefined ? portOf(bracketed[2]) : undefined;
+    return port !== undefined ? { host: bracketed[1]!, port } : { host: bracketed[1]! };
+  }
+  const hostPort = /^([^:]+):(\d{1,5})$/.exec(text);
+  const port = hostPort ? portOf(hostPort[2]!) : undefined;
+  if (hostPort && port !== undefined) return { host: normaliseHost(hostPort[1]!), port };
+  return { host: normaliseHost(text) };
+}
+
+/** An allow-list entry as the policy keeps it: `host`, `host:port` or `[v6]:port`. */
+export function normaliseAllowEntry(raw: string): string {
+  const { host, port } = parseAllowEntry(raw);
+  if (!host || port === undefined) return host;
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
 /** Lower case, without IPv6 brackets or a trailing dot. */
@@ -84,7 +119,16 @@ export function normaliseHost(host: string): string {
     .replace(/\.$/, '');
 }
 
-/** Whether the policy allows the host by name. */
-export function hostAllowed(policy: EgressPolicy, host: string): boolean {
-  return policy.allowHosts.includes(normaliseHost(host));
+/** Whether the policy allows the host by name, on this port (an entry without one: every port). */
+export function hostAllowed(policy: EgressPolicy, host: string, port: number): boolean {
+  const name = normaliseHost(host);
+  return policy.allowHosts.some((raw) => {
+    const entry = parseAllowEntry(raw);
+    return entry.host === name && (entry.port === undefined || entry.port === port);
+  });
+}
+
+/** The port a URL connects to (its own, or its scheme's). */
+export function urlPort(url: URL): number {
+  return url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
 }
