@@ -6,6 +6,8 @@ import { isStorableText, storableJsonText, storableText, storableValue } from '.
 // changes, and storable text is returned as it is.
 
 const R = '\uFFFD';
+// A fixed seed: the same hundred cases on every run (the gate must not depend on the draw).
+const SEED = 20_261_129;
 // Characters that make the cases: NUL, both halves of a pair alone, backslashes and the text of an
 // escape, a whole pair, plain text.
 const unit = fc.constantFrom('a', ' ', '\u0000', '\ud83d', '\ude00', '😀', '\\', 'u', '0', 'd', '8');
@@ -28,6 +30,7 @@ describe('storableText', () => {
         expect(out.length).toBe(s.length);
         if (isStorableText(s)) expect(out).toBe(s);
       }),
+      { seed: SEED },
     );
   });
 });
@@ -48,10 +51,12 @@ describe('storableJsonText', () => {
           : v && typeof v === 'object'
             ? Object.fromEntries(Object.entries(v).map(([k, x]) => [storableText(k), fix(x)]))
             : v;
+    // Compared through JSON on both sides: JSON itself turns -0 into 0.
     fc.assert(
       fc.property(fc.jsonValue({ stringUnit: unit, maxDepth: 3 }), (v) => {
-        expect(JSON.parse(storableJsonText(JSON.stringify(v)))).toEqual(fix(v));
+        expect(JSON.parse(storableJsonText(JSON.stringify(v)))).toEqual(JSON.parse(JSON.stringify(fix(v))));
       }),
+      { seed: SEED },
     );
   });
 });
