@@ -2,6 +2,8 @@
 // characters and unpaired surrogates, and very deep JSON overflows both JSON.stringify and
 // PostgreSQL's parser stack. Caught here, bad input stays a 400 instead of a failed INSERT (500).
 
+import { isStorableText } from '@loopline/core';
+
 /** JSON nesting allowed in a request body; tool input schemas and metadata stay far below it. */
 export const MAX_JSON_DEPTH = 64;
 
@@ -10,15 +12,13 @@ export interface JsonProblem {
   message: string;
 }
 
-const isStorable = (s: string): boolean => !s.includes('\u0000') && s.isWellFormed();
-
 /** The first problem in a parsed JSON value (iterative: no recursion on untrusted depth). */
 export function findJsonProblem(root: unknown): JsonProblem | undefined {
   const stack: { value: unknown; path: string; depth: number }[] = [{ value: root, path: '', depth: 0 }];
   while (stack.length > 0) {
     const { value, path, depth } = stack.pop()!;
     if (typeof value === 'string') {
-      if (!isStorable(value))
+      if (!isStorableText(value))
         return { path: path || '/', message: 'contains a NUL character or an unpaired surrogate' };
       continue;
     }
@@ -33,7 +33,7 @@ export function findJsonProblem(root: unknown): JsonProblem | undefined {
     const entries = Object.entries(value);
     for (let i = entries.length - 1; i >= 0; i--) {
       const [k, v] = entries[i]!;
-      if (!isStorable(k))
+      if (!isStorableText(k))
         return { path: `${path}/${k}`, message: 'key contains a NUL character or an unpaired surrogate' };
       stack.push({ value: v, path: `${path}/${k}`, depth: depth + 1 });
     }
