@@ -158,7 +158,7 @@ function safeJson(text: string): unknown {
 function networkCode(error: unknown): string | undefined {
   for (let e: unknown = error, depth = 0; isRec(e) && depth < 5; e = e.cause, depth++) {
     const code = str(e.code);
-    if (code && NETWORK_CODES.has(code)) return code;
+    if (isNetworkCode(code)) return code;
   }
   return undefined;
 }
