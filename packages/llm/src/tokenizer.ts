@@ -1,22 +1,22 @@
-// Tokenizer: exact token counts with tiktoken (WASM), one cached encoder per encoding per
-// process, special tokens treated as text. Implements core's Tokenizer shape. Never estimates:
+// Tokenizer: exact tiktoken token counts (tiktoken's ranks, counted by bpe.ts), one cached
+// counter per encoding per process, special tokens treated as text. Implements core's Tokenizer shape. Never estimates:
 // capping untrusted input is core's countCapped; this file only keeps tiktoken off its
 // super-linear path (very long runs without spaces or punctuation).
 
 import type { Tokenizer } from '@loopline/core';
-import { get_encoding, type Tiktoken } from 'tiktoken';
+import { BpeCounter, loadRankFile } from './bpe.ts';
 import { modelId } from './models.ts';
 
 export type EncodingName = 'o200k_base' | 'cl100k_base';
 
 export type { Tokenizer };
 
-const encoders = new Map<EncodingName, Tiktoken>();
+const encoders = new Map<EncodingName, BpeCounter>();
 
-function encoder(name: EncodingName): Tiktoken {
+function encoder(name: EncodingName): BpeCounter {
   let enc = encoders.get(name);
   if (enc === undefined) {
-    enc = get_encoding(name);
+    enc = new BpeCounter(loadRankFile(name));
     encoders.set(name, enc);
   }
   return enc;
@@ -28,7 +28,7 @@ const RUN_LIMIT = 512;
 const RUN_PIECE = 256;
 const LONG_RUN = new RegExp(`[^\\s\\p{P}\\p{S}]{${RUN_LIMIT},}`, 'gu');
 
-function countRun(enc: Tiktoken, run: string): number {
+function countRun(enc: BpeCounter, run: string): number {
   let total = 0;
   let i = 0;
   while (i < run.length) {
@@ -36,7 +36,7 @@ function countRun(enc: Tiktoken, run: string): number {
     // Never split a surrogate pair.
     const code = run.charCodeAt(end - 1);
     if (end < run.length && code >= 0xd800 && code <= 0xdbff) end++;
-    total += enc.encode_ordinary(run.slice(i, end)).length;
+    total += enc.count(run.slice(i, end));
     i = end;
   }
   return total;
@@ -66,18 +66,17 @@ export function mayHaveLongRun(text: string): boolean {
   return false;
 }
 
-function countWith(enc: Tiktoken, text: string): number {
-  if (text.length < RUN_LIMIT || !mayHaveLongRun(text))
-    return text === '' ? 0 : enc.encode_ordinary(text).length;
+function countWith(enc: BpeCounter, text: string): number {
+  if (text.length < RUN_LIMIT || !mayHaveLongRun(text)) return text === '' ? 0 : enc.count(text);
   let total = 0;
   let last = 0;
   for (const m of text.matchAll(LONG_RUN)) {
-    if (m.index > last) total += enc.encode_ordinary(text.slice(last, m.index)).length;
+    if (m.index > last) total += enc.count(text.slice(last, m.index));
     total += countRun(enc, m[0]);
     last = m.index + m[0].length;
   }
-  if (last === 0) return enc.encode_ordinary(text).length;
-  if (last < text.length) total += enc.encode_ordinary(text.slice(last)).length;
+  if (last === 0) return enc.count(text);
+  if (last < text.length) total += enc.count(text.slice(last));
   return total;
 }
 

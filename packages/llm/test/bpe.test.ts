@@ -1,0 +1,149 @@
+import { readFileSync } from 'node:fs';
+import fc from 'fast-check';
+import { get_encoding } from 'tiktoken';
+import { afterAll, describe, expect, it } from 'vitest';
+import { BpeCounter, jsPattern, loadRankFile } from '../src/bpe.ts';
+
+// Loopline counts tokens with its own byte-pair encoder over tiktoken's rank files (bpe.ts); these
+// tests hold it to tiktoken's WASM engine, count for count. `node bench/tokenizer-check.ts <corpus>`
+// runs the same comparison over whole recorded conversations.
+
+// A fixed seed: the same cases on every run (the gate must not depend on the draw).
+const SEED = 20_261_129;
+
+// Characters where the split pattern and the merges have edges: Unicode spaces (U+FEFF is one for
+// JavaScript's \s, not for tiktoken's), apostrophe suffixes in any case (ſ folds to s), digits of
+// several scripts, marks, CJK, emoji (surrogate pairs), unpaired surrogates, control characters.
+const EDGES = [
+  ' ',
+  '  ',
+  '\n',
+  '\r\n',
+  '\t',
+  '\u00a0',
+  '\u2028',
+  '\u3000',
+  '\ufeff',
+  '\u000b',
+  '\u0085',
+  "'",
+  "'s",
+  "'S",
+  "'ſ",
+  "'LL",
+  "'re",
+  "'Ve",
+  "'d",
+  'I',
+  'i',
+  'a',
+  'Z',
+  'ß',
+  'ǅ',
+  'ʰ',
+  '0',
+  '7',
+  '٣',
+  '१',
+  '½',
+  '.',
+  ',',
+  '/',
+  '\\',
+  '-',
+  '_',
+  '"',
+  '{',
+  '}',
+  '(',
+  ')',
+  '<|endoftext|>',
+  'é',
+  'e\u0301',
+  '\u0301',
+  '日本',
+  '語',
+  '한국어',
+  'Привет',
+  'مرحبا',
+  'ไทย',
+  '😀',
+  '👩‍💻',
+  '🇫🇷',
+  '\ud800',
+  '\udc00',
+  '\u0000',
+  '\u001f',
+  'http://',
+  'const ',
+  'return',
+  'the',
+  ' world',
+];
+const texts = fc
+  .array(
+    fc.oneof(
+      fc.constantFrom(...EDGES),
+      fc.string({ unit: 'grapheme', maxLength: 6 }),
+      fc.string({ maxLength: 8 }),
+    ),
+    {
+      maxLength: 40,
+    },
+  )
+  .map((parts) => parts.join(''));
+
+const fixtureTexts = (): string[] => {
+  const file = new URL('../../../test/fixtures/trajectories/replay.jsonl', import.meta.url);
+  const out: string[] = [];
+  const collect = (v: unknown): void => {
+    if (typeof v === 'string') out.push(v);
+    else if (v !== null && typeof v === 'object') for (const x of Object.values(v)) collect(x);
+  };
+  for (const line of readFileSync(file, 'utf8').split('\n'))
+    if (line.trim() !== '') collect(JSON.parse(line));
+  return out;
+};
+
+describe.each(['o200k_base', 'cl100k_base'] as const)('BpeCounter (%s)', (name) => {
+  const ours = new BpeCounter(loadRankFile(name));
+  const ref = get_encoding(name);
+  afterAll(() => ref.free());
+  const tiktoken = (text: string) => ref.encode_ordinary(text).length;
+
+  it('counts random text with every edge of the split pattern as tiktoken does', () => {
+    fc.assert(
+      fc.property(texts, (text) => ours.count(text) === tiktoken(text)),
+      { seed: SEED, numRuns: 2_000 },
+    );
+  });
+
+  it('counts every string of a recorded conversation as tiktoken does', () => {
+    const all = fixtureTexts();
+    expect(all.length).toBeGreaterThan(1_000);
+    const mismatches = all.filter((t) => ours.count(t) !== tiktoken(t));
+    expect(mismatches.map((t) => t.slice(0, 80))).toEqual([]);
+  });
+
+  it('counts a piece the second time as the first (its cache) and long pieces merged', () => {
+    const word = 'antidisestablishmentarianism';
+    expect(ours.count(word)).toBe(tiktoken(word));
+    expect(ours.count(word)).toBe(tiktoken(word));
+    const long = `${'ab'.repeat(200)}x`;
+    expect(ours.count(long)).toBe(tiktoken(long));
+    expect(ours.count('')).toBe(0);
+  });
+});
+
+describe('jsPattern', () => {
+  it("spells \\s as Unicode White_Space, as tiktoken's Rust regex reads it", () => {
+    expect(jsPattern(String.raw`\s+`).test('\ufeff')).toBe(false);
+    expect(jsPattern(String.raw`\s+`).test('\u00a0')).toBe(true);
+    expect(jsPattern(String.raw`[^\s\p{L}]`).test('\ufeff')).toBe(true);
+    expect(jsPattern(String.raw`\S`).test('\ufeff')).toBe(true);
+  });
+
+  it('refuses a rank file it cannot read', () => {
+    expect(() => new BpeCounter({ pat_str: 'x', bpe_ranks: '! 5 IQ==' })).toThrow(/rank file/);
+  });
+});
