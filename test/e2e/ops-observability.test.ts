@@ -125,10 +125,12 @@ describe('worker logs', () => {
       expect(s.tokensIn).toBeGreaterThan(0);
       expect(s.durationMs).toBeGreaterThanOrEqual(0);
     }
-    // The webhook's DNS failure is a warning with its reason, not only a counter.
+    // The webhook's DNS failure is a warning with its reason, not only a counter: the tenant's
+    // reason (also what a private answer gives), and what only the operator sees, ENOTFOUND.
     const failed = mine.find((l) => l.msg === 'tool failed');
     expect(failed, JSON.stringify(mine)).toMatchObject({ level: 40, tool: 'gone' });
-    expect(failed?.reason).toContain('ENOTFOUND');
+    expect(failed?.reason).toContain('has no public address Loopline connects to');
+    expect(failed?.egressDetail).toBe('ENOTFOUND');
     // No message content at info or above: neither the user's text nor the tool input.
     for (const l of mine.filter((l) => l.level >= 30)) {
       const text = JSON.stringify(l);

@@ -166,7 +166,7 @@ describe('egress gate: allow-lists are per purpose', () => {
       expect(secret.hits).toHaveLength(2);
       expect(() => checkUrl(`http://127.0.0.1:${other}/`, 'webhook', policy)).toThrow(/private or loopback/);
       const err = await webhooks.request(`http://tools.internal:${other}/`, {}, limits).catch((e) => e);
-      expect((err as EgressRefusedError).reason).toBe('private-address');
+      expect((err as EgressRefusedError).reason).toBe('no-public-address');
       expect(secret.hits).toHaveLength(2);
     } finally {
       secret.hits.length = 0;

@@ -1,5 +1,11 @@
 import type { LookupAddress } from 'node:dns';
-import { createEgressGate, DENY_PRIVATE, EgressRefusedError, type Resolve } from '@loopline/egress';
+import {
+  createEgressGate,
+  DENY_PRIVATE,
+  EgressRefusedError,
+  findEgressRefusal,
+  type Resolve,
+} from '@loopline/egress';
 import { workerEgress } from '@loopline/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Stack, startStack } from '../support/stack.ts';
@@ -66,7 +72,7 @@ describe('egress gate: DNS answers', () => {
       const second = await gate
         .request(`http://rebind.example:${secret.port}/`, { method: 'POST', body: '{}' }, limits)
         .catch((e: unknown) => e);
-      expect((second as EgressRefusedError).reason).toBe('private-address');
+      expect((second as EgressRefusedError).reason).toBe('no-public-address');
       expect(secret.connections).toBe(0);
       expect(secret.hits).toEqual([]);
     } finally {
@@ -79,8 +85,73 @@ describe('egress gate: DNS answers', () => {
     const gate = createEgressGate({ purpose: 'attachment', policy: DENY_PRIVATE, resolve });
     try {
       const err = await gate.request(`http://mixed.example:${secret.port}/a.png`, {}, limits).catch((e) => e);
-      expect((err as EgressRefusedError).reason).toBe('private-address');
+      expect((err as EgressRefusedError).reason).toBe('no-public-address');
       expect(secret.connections).toBe(0);
+    } finally {
+      await gate.close();
+    }
+  });
+
+  it('a name with a private answer and a name that does not exist are refused alike (no DNS oracle)', async () => {
+    // A tenant must not learn which internal names exist from its webhook or model URLs: the same
+    // reason and message for a loopback answer, a metadata answer, an empty answer and NXDOMAIN.
+    const answers: Record<string, LookupAddress[] | NodeJS.ErrnoException> = {
+      'db.corp': [{ address: '10.1.2.3', family: 4 }],
+      'meta.corp': [{ address: '169.254.169.254', family: 4 }],
+      'empty.corp': [],
+      'nothing.corp': Object.assign(new Error('getaddrinfo ENOTFOUND nothing.corp'), { code: 'ENOTFOUND' }),
+    };
+    const resolve: Resolve = async (hostname) => {
+      const answer = answers[hostname]!;
+      if (answer instanceof Error) throw answer;
+      return answer;
+    };
+    for (const purpose of ['webhook', 'model', 'attachment'] as const) {
+      const gate = createEgressGate({ purpose, policy: DENY_PRIVATE, resolve });
+      try {
+        const seen = new Map<string, { reason: string; message: string; detail?: string }>();
+        for (const host of Object.keys(answers)) {
+          const err = (await gate
+            .request(`http://${host}:${secret.port}/`, { method: 'POST', body: '{}' }, limits)
+            .catch((e: unknown) => e)) as EgressRefusedError;
+          expect(err).toBeInstanceOf(EgressRefusedError);
+          // The message differs only by the host the tenant wrote.
+          seen.set(host, {
+            reason: err.reason,
+            message: err.message.replace(host, 'HOST'),
+            detail: err.detail,
+          });
+          // The SDK-facing fetch fails the same way (wrapped in fetch's TypeError).
+          const viaFetch = await gate.fetch(`http://${host}:${secret.port}/`).catch((e: unknown) => e);
+          expect(findEgressRefusal(viaFetch)?.message).toBe(err.message);
+        }
+        const shapes = new Set([...seen.values()].map((v) => `${v.reason}|${v.message}`));
+        expect(shapes.size).toBe(1);
+        expect([...shapes][0]).toMatch(/^no-public-address\|/);
+        expect([...shapes][0]).not.toMatch(/10\.1\.2\.3|169\.254|ENOTFOUND/);
+        // The operator's log still learns which it was.
+        expect(seen.get('db.corp')?.detail).toBe('resolves to 10.1.2.3 (private-address)');
+        expect(seen.get('meta.corp')?.detail).toBe('resolves to 169.254.169.254 (metadata-address)');
+        expect(seen.get('empty.corp')?.detail).toBe('no address');
+        expect(seen.get('nothing.corp')?.detail).toBe('ENOTFOUND');
+        expect(secret.connections).toBe(0);
+      } finally {
+        await gate.close();
+      }
+    }
+  });
+
+  it('a resolver that fails for now (EAI_AGAIN) still fails as a network error, worth a retry', async () => {
+    const resolve: Resolve = async () => {
+      throw Object.assign(new Error('getaddrinfo EAI_AGAIN slow.corp'), { code: 'EAI_AGAIN' });
+    };
+    const gate = createEgressGate({ purpose: 'model', policy: DENY_PRIVATE, resolve });
+    try {
+      const err = await gate.request(`http://slow.corp:${secret.port}/`, {}, limits).catch((e: unknown) => e);
+      expect(findEgressRefusal(err)).toBeUndefined();
+      expect(
+        JSON.stringify({ code: (err as { code?: string }).code, cause: String((err as Error).cause ?? '') }),
+      ).toMatch(/EAI_AGAIN/);
     } finally {
       await gate.close();
     }
@@ -125,7 +196,9 @@ describe('webhook tool on a rebinding name, end to end', () => {
       .flatMap((m: { parts: Array<Record<string, any>> }) => m.parts)
       .find((p: Record<string, any>) => p.type === 'tool');
     expect(tool.state.status).toBe('error');
-    expect(tool.state.error).toMatch(/metadata\.attacker\.example is a private or loopback address/);
+    expect(tool.state.error).toMatch(
+      /metadata\.attacker\.example has no public address Loopline connects to/,
+    );
     expect(tool.state.error).not.toContain('127.0.0.1');
     expect(JSON.stringify(log)).not.toContain('TOP-SECRET');
     expect(resolve.calls).toContain('metadata.attacker.example');

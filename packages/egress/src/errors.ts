@@ -10,6 +10,7 @@ export type EgressReason =
   | 'scheme'
   | 'private-address'
   | 'metadata-address'
+  | 'no-public-address'
   | 'credentials-in-url'
   | 'redirect'
   | 'too-large'
@@ -21,12 +22,18 @@ export class EgressRefusedError extends Error {
   readonly code: string;
   readonly purpose: EgressPurpose;
   readonly reason: EgressReason;
-  constructor(purpose: EgressPurpose, reason: EgressReason, message: string) {
+  /**
+   * For the operator's log only, never shown to a tenant: what a `no-public-address` refusal hides
+   * (the name's answer was private, loopback or metadata, or the name did not resolve: ENOTFOUND).
+   */
+  readonly detail: string | undefined;
+  constructor(purpose: EgressPurpose, reason: EgressReason, message: string, detail?: string) {
     super(message);
     this.name = 'EgressRefusedError';
     this.code = reason === 'too-large' ? EGRESS_TOO_LARGE : EGRESS_REFUSED;
     this.purpose = purpose;
     this.reason = reason;
+    this.detail = detail;
   }
 }
 
@@ -54,6 +61,23 @@ export function refusalMessage(purpose: EgressPurpose, host: string, klass: 'pri
       ? ''
       : `; the operator can allow it with ${envName(purpose)}_ALLOW_HOSTS or ${envName(purpose)}_ALLOW_PRIVATE`;
   return `${purpose} host ${host} is ${what}, which Loopline does not connect to${hint}`;
+}
+
+/**
+ * The refusal of a NAME that has no address Loopline may connect to. One message whether the name
+ * resolved to a private, loopback or metadata address or did not resolve at all: two messages
+ * would let a tenant map the operator's internal DNS (which internal names exist) through its
+ * webhook and model URLs. `detail` (the operator's log) says which.
+ */
+export function noPublicAddress(purpose: EgressPurpose, host: string, detail: string): EgressRefusedError {
+  return new EgressRefusedError(
+    purpose,
+    'no-public-address',
+    `${purpose} host ${host} has no public address Loopline connects to (it does not resolve, or ` +
+      `resolves to a private, loopback or metadata address); the operator can allow a private host ` +
+      `with ${envName(purpose)}_ALLOW_HOSTS or ${envName(purpose)}_ALLOW_PRIVATE`,
+    detail,
+  );
 }
 
 /** The environment variable prefix of a purpose's egress settings. */

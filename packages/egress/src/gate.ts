@@ -3,7 +3,7 @@ import { lookup as dnsLookup } from 'node:dns';
 import type { Agent, buildConnector } from 'undici';
 import { classifyAddress } from './address.ts';
 import { checkUrl } from './door.ts';
-import { EgressRefusedError, refusalMessage } from './errors.ts';
+import { EgressRefusedError, noPublicAddress, refusalMessage } from './errors.ts';
 import { type EgressPolicy, type EgressPurpose, hostAllowed, normaliseHost } from './policy.ts';
 
 // The egress gate: one undici dispatcher per purpose whose connector checks the address it is
@@ -71,6 +71,9 @@ const loadUndici = () => {
   return undici;
 };
 
+/** Resolver answers that mean "this name has no address" (not a resolver failing). */
+const NO_SUCH_NAME = new Set(['ENOTFOUND', 'ENODATA', 'EAI_NONAME', 'EAI_NODATA']);
+
 const systemResolve: Resolve = (hostname) =>
   new Promise((resolve, reject) =>
     dnsLookup(hostname, { all: true, order: 'verbatim' }, (err, addresses) =>
@@ -96,9 +99,17 @@ export function createEgressGate(opts: GateOptions): EgressGate {
     return new EgressRefusedError(purpose, 'private-address', refusalMessage(purpose, host, 'private'));
   };
 
+  /** A name's refusal: the same for every answer that is not public and for no answer (errors.ts). */
+  const nameRefusal = (host: string, address: string, listed: boolean): EgressRefusedError | undefined => {
+    const refused = refusalFor(host, address, listed);
+    return refused && noPublicAddress(purpose, host, `resolves to ${address} (${refused.reason})`);
+  };
+
   // net.connect's lookup: resolve once, refuse the name if any answer is refused, and hand the
   // checked addresses to the connect (which tries exactly these). Two of them, for a connection
   // whose host and port the allow-list names and for any other (the lookup is not told the port).
+  // A name that does not exist is refused as a private one is (noPublicAddress); a resolver that
+  // fails otherwise (EAI_AGAIN, a timeout) fails the connection as before, worth a retry.
   const guardedLookup =
     (listed: boolean) =>
     (
@@ -108,19 +119,22 @@ export function createEgressGate(opts: GateOptions): EgressGate {
     ) => {
       resolve(hostname).then(
         (addresses) => {
-          if (addresses.length === 0)
-            return callback(
-              Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }),
-              '',
-            );
+          const host = normaliseHost(hostname);
+          if (addresses.length === 0) return callback(noPublicAddress(purpose, host, 'no address'), '');
           for (const a of addresses) {
-            const refused = refusalFor(normaliseHost(hostname), a.address, listed);
+            const refused = nameRefusal(host, a.address, listed);
             if (refused) return callback(refused, '');
           }
           if (options.all) callback(null, addresses);
           else callback(null, addresses[0]!.address, addresses[0]!.family);
         },
-        (err: Error) => callback(err, ''),
+        (err: Error & { code?: string }) =>
+          callback(
+            NO_SUCH_NAME.has(err.code ?? '')
+              ? noPublicAddress(purpose, normaliseHost(hostname), err.code!)
+              : err,
+            '',
+          ),
       );
     };
 
@@ -142,7 +156,10 @@ export function createEgressGate(opts: GateOptions): EgressGate {
       (listed ? bases.listed : bases.unlisted)(options, (err, socket) => {
         if (err || !socket) return callback(err ?? new Error('connect failed'), null);
         // Belt and braces: the address the socket is actually connected to.
-        const refused = socket.remoteAddress ? refusalFor(host, socket.remoteAddress, listed) : undefined;
+        const literal = classifyAddress(host) !== 'invalid';
+        const refused = socket.remoteAddress
+          ? (literal ? refusalFor : nameRefusal)(host, socket.remoteAddress, listed)
+          : undefined;
         if (refused) {
           socket.destroy();
           return callback(refused, null);

@@ -11,6 +11,7 @@ import {
   truncateToolOutput,
 } from '@loopline/core';
 import { saveToolOutput, type Trx, updatePart } from '@loopline/db';
+import { findEgressRefusal } from '@loopline/egress';
 import { sessionAttributes, withSpan } from '@loopline/telemetry';
 import { SpanStatusCode } from '@opentelemetry/api';
 import type { Logger } from 'pino';
@@ -126,6 +127,8 @@ async function runOne(
 
   let result: ToolResult | undefined;
   let failure: string | undefined;
+  // What an egress refusal tells the operator only (e.g. the private address a name resolved to).
+  let egressDetail: string | undefined;
   // A span per execution (tracing on): the tool, its call id, the outcome; never its input or output.
   await withSpan(
     `tool ${call.tool}`,
@@ -154,6 +157,7 @@ async function runOne(
       } catch (err) {
         if (signal.aborted) throw err; // lease lost or aborted: the next runner marks it interrupted
         failure = storableText(describeToolError(err));
+        egressDetail = findEgressRefusal(err)?.detail;
         span.setStatus({ code: SpanStatusCode.ERROR, message: failure });
       }
     },
@@ -163,7 +167,8 @@ async function runOne(
   deps.metrics?.toolCall(result ? 'completed' : 'error', (end - start) / 1000);
   // Never the input or output (message content) in the log: the tool, the call and the outcome.
   const logged = { tool: call.tool, callId: call.callId, durationMs: end - start };
-  if (failure !== undefined) batch.log.warn({ ...logged, reason: failure }, 'tool failed');
+  if (failure !== undefined)
+    batch.log.warn({ ...logged, reason: failure, ...(egressDetail ? { egressDetail } : {}) }, 'tool failed');
   else batch.log.debug(logged, 'tool completed');
   let done: ToolPart;
   let full: string | undefined;

@@ -1,9 +1,23 @@
 import { randomUUID } from 'node:crypto';
 import { LooplineError, storableText, storableValue, type ToolConfig } from '@loopline/core';
 import { getToolSigningSecret } from '@loopline/db';
-import { checkHeaders, EgressRefusedError, signWebhook, toolSecretAad } from '@loopline/egress';
+import {
+  checkHeaders,
+  type EgressReason,
+  EgressRefusedError,
+  signWebhook,
+  toolSecretAad,
+} from '@loopline/egress';
 import type { WorkerDeps } from '../deps.ts';
 import { egressOf } from '../egress.ts';
+
+/** Refusals of the target itself (not of its answer): the tool is misconfigured, not failing. */
+const REFUSED_TARGETS: ReadonlySet<EgressReason> = new Set([
+  'private-address',
+  'metadata-address',
+  'no-public-address',
+  'scheme',
+]);
 
 // Runs a webhook tool: POST {callId, sessionId, tool, input} to the tool's URL through the
 // webhook egress gate (address checked at connect, redirects refused, answer read with a byte and
@@ -53,8 +67,9 @@ export async function callWebhook(
     );
   } catch (err) {
     if (err instanceof EgressRefusedError) {
-      if (err.reason === 'private-address' || err.reason === 'metadata-address' || err.reason === 'scheme')
-        throw new LooplineError('WebhookRefusedError', err.message);
+      // The refusal rides along as the cause: its `detail` is for the worker's log, never the tenant.
+      if (REFUSED_TARGETS.has(err.reason))
+        throw Object.assign(new LooplineError('WebhookRefusedError', err.message), { cause: err });
       throw new LooplineError('ToolError', err.message);
     }
     throw err;
