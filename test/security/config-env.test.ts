@@ -13,7 +13,7 @@ import { README, readmeEnvTable, renderEnvTable } from '../../scripts/env-table.
 // (never NaN), and the README's configuration table is the one rendered from the same schemas.
 
 const root = new URL('../../', import.meta.url).pathname;
-const GATEWAY = { LOOPLINE_OPERATOR_TOKEN: 'op' };
+const GATEWAY = { LOOPLINE_OPERATOR_TOKEN: 'operator-token-for-tests' };
 
 /** Runs a process entry point with `env` and returns its exit code and stderr. */
 function run(entry: string, env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
@@ -77,6 +77,14 @@ describe('every variable is checked', () => {
     ).toEqual(['10.0.0.0/8', '::1']);
     expect(() => gatewayConfigFromEnv({ ...GATEWAY, LOOPLINE_TRUST_PROXY: 'everyone' })).toThrow(
       /LOOPLINE_TRUST_PROXY/,
+    );
+    // A guessable operator token stops the gateway (the throttles slow guessing, they cannot make
+    // `change-me` safe); 16 characters is the least.
+    expect(() => gatewayConfigFromEnv({ LOOPLINE_OPERATOR_TOKEN: 'change-me' })).toThrow(
+      /LOOPLINE_OPERATOR_TOKEN must be at least 16 characters/,
+    );
+    expect(gatewayConfigFromEnv({ LOOPLINE_OPERATOR_TOKEN: 'x'.repeat(16) }).LOOPLINE_OPERATOR_TOKEN).toBe(
+      'x'.repeat(16),
     );
     let error: unknown;
     try {

@@ -12,7 +12,10 @@ export const demoEnv = z.object({
   PORT: port(3000, 'gateway listen port'),
   MOCK_LLM_PORT: port(4010, "the demo's mock model server port"),
   DEMO_TOOLS_PORT: port(4020, "the demo's webhook tool server port"),
-  LOOPLINE_OPERATOR_TOKEN: envString(undefined, 'operator token (the demo makes a random one when unset)'),
+  LOOPLINE_OPERATOR_TOKEN: envString(
+    undefined,
+    'operator token, at least 16 characters (the demo makes a random one when unset)',
+  ),
   OPENAI_API_KEY: envString(
     undefined,
     'API key of the model server (sent only to `OPENAI_BASE_URL`)',

@@ -5,7 +5,7 @@ import {
   envInt,
   envList,
   envMs,
-  envRequired,
+  envSecret,
   envString,
   envUrl,
   logEnv,
@@ -50,8 +50,14 @@ const trustProxy = z
     shown: 'off',
   });
 
+/** The operator token's shortest length: 16 random characters are out of reach of 10 guesses a minute. */
+export const MIN_OPERATOR_TOKEN_LENGTH = 16;
+
 export const gatewayListenEnv = z.object({
-  LOOPLINE_OPERATOR_TOKEN: envRequired('guards `/v1/admin/*`, `/metrics`, Bull Board and the inspector'),
+  LOOPLINE_OPERATOR_TOKEN: envSecret(
+    'guards `/v1/admin/*`, `/metrics`, Bull Board and the inspector; at least 16 characters',
+    MIN_OPERATOR_TOKEN_LENGTH,
+  ),
   PORT: envInt(3000, 'gateway listen port', { min: 0, max: 65_535 }),
   HOST: envString('0.0.0.0', 'gateway listen address'),
   PUBLIC_URL: envUrl(

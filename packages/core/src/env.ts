@@ -145,9 +145,21 @@ export function envString(
   ) as z.ZodType<string | undefined>;
 }
 
-/** A required string (a secret, a URL the process cannot guess). */
-export function envRequired(doc: string) {
-  return documented(z.preprocess(unsetIfEmpty, z.string({ error: 'is required' })), doc, '(required)');
+/**
+ * A required secret of at least `minLength` characters: a short one falls to guessing even
+ * through the throttles (a process refuses to start with it, naming the variable).
+ */
+export function envSecret(doc: string, minLength: number) {
+  return documented(
+    z.preprocess(
+      unsetIfEmpty,
+      z.string({ error: 'is required' }).min(minLength, {
+        error: `must be at least ${minLength} characters (e.g. \`openssl rand -hex 32\`)`,
+      }),
+    ),
+    doc,
+    '(required)',
+  );
 }
 
 /** A URL with one of the given schemes; with a default or optional. */

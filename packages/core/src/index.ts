@@ -42,7 +42,7 @@ export {
   envInt,
   envList,
   envMs,
-  envRequired,
+  envSecret,
   envString,
   envTable,
   envUrl,
