@@ -303,6 +303,8 @@ describe('DELETE /v1/sessions/:id', () => {
     });
     expect(post.statusCode).toBe(202);
     await stack.redis.xadd(stack.keys.events(id), '*', 'event', '{"type":"session.idle"}');
+    // The append's events were published: the stream's byte count exists until the delete.
+    expect(await stack.redis.exists(stack.keys.eventsBytes(id))).toBe(1);
     // Busy (queued): refused, nothing deleted.
     const before = await rowCounts(stack.db);
     expectProblem(await del(`/v1/sessions/${id}`), 409, 'session_busy');
@@ -321,6 +323,7 @@ describe('DELETE /v1/sessions/:id', () => {
     expect(after.messages).toBe(before.messages - 1);
     expect(after.idempotency_keys).toBe(before.idempotency_keys - 1);
     expect(await stack.redis.exists(stack.keys.events(id))).toBe(0);
+    expect(await stack.redis.exists(stack.keys.eventsBytes(id))).toBe(0);
     const jobs = await stack.queues.step.getJobs(['waiting', 'prioritized', 'delayed']);
     expect(jobs.filter((j) => j.data.sessionId === id)).toEqual([]);
     expectProblem(await get(`/v1/sessions/${id}`), 404, 'not_found');

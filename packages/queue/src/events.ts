@@ -6,28 +6,38 @@ import { loadLua } from './scripts.ts';
 // Session events: a Redis stream per session. Published after the PostgreSQL commit they
 // describe; the stream id is the SSE event id, so a client resumes with Last-Event-ID. An event
 // larger than core's EVENT_MAX_BYTES is published as `event.clipped` (what it described is read
-// from PostgreSQL): a tenant's message or tool output decides how much Redis holds otherwise.
+// from PostgreSQL): a tenant's message or tool output decides how much Redis holds otherwise. For
+// the same reason a stream keeps at most EVENT_STREAM_MAX_BYTES (and EVENT_STREAM_MAX_LEN events):
+// the oldest go first (docs/security.md).
 
-const MAX_LEN = 10_000;
+/** Most events a session's stream keeps (the oldest go first). */
+export const EVENT_STREAM_MAX_LEN = 10_000;
+/**
+ * Most bytes of event JSON a session's stream keeps: without it, 10,000 events of up to 128 KiB
+ * each, that is up to 1.25 GB of one Redis for one session of one tenant.
+ */
+export const EVENT_STREAM_MAX_BYTES = 8 * 1024 * 1024;
 const TTL_S = 7 * 86_400;
 
 const defined = new WeakSet<RedisClient>();
 type Publish = (
   key: string,
+  bytesKey: string,
   maxLen: number,
   ttlS: number,
   channel: string,
+  maxBytes: number,
   ...events: string[]
 ) => Promise<number>;
 
 /**
- * One EVALSHA per publish (XADD each event, then EXPIRE, in a Lua script) instead of a pipeline:
+ * One EVALSHA per publish (XADD each event, the budgets, EXPIRE, in a Lua script) instead of a pipeline:
  * the same single round trip, without ioredis' Pipeline construction, which copies every script
  * defined on the connection (BullMQ's ~50) and showed up as ~0.6 ms per step in the profile.
  */
 function publishCommand(redis: RedisClient): Publish {
   if (!defined.has(redis)) {
-    redis.defineCommand('llPublishEvents', { numberOfKeys: 1, lua: loadLua('publishEvents-1.lua') });
+    redis.defineCommand('llPublishEvents', { numberOfKeys: 2, lua: loadLua('publishEvents-2.lua') });
     defined.add(redis);
   }
   return (redis as unknown as { llPublishEvents: Publish }).llPublishEvents.bind(redis);
@@ -44,7 +54,15 @@ export async function publishEvents(
   const key = keys.events(sessionId);
   const json = new Array<string>(events.length);
   for (let i = 0; i < events.length; i++) json[i] = streamJson(events[i]!);
-  await publishCommand(redis)(key, MAX_LEN, TTL_S, keys.eventsChannel(sessionId), ...json);
+  await publishCommand(redis)(
+    key,
+    keys.eventsBytes(sessionId),
+    EVENT_STREAM_MAX_LEN,
+    TTL_S,
+    keys.eventsChannel(sessionId),
+    EVENT_STREAM_MAX_BYTES,
+    ...json,
+  );
 }
 
 /** An event's JSON as the stream keeps it: past EVENT_MAX_BYTES, the `event.clipped` in its place. */

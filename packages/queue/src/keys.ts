@@ -7,6 +7,8 @@ export interface KeySpace {
   readonly queuePrefix: string;
   lock(sessionId: string): string;
   events(sessionId: string): string;
+  /** The bytes the session's event stream holds, as its publish script counts them. */
+  eventsBytes(sessionId: string): string;
   /** The id of the session's newest compaction job (so a compaction is not queued twice). */
   compactJob(sessionId: string): string;
   /** Pub/sub channel that says the session's event stream grew (the gateways' event hubs listen). */
@@ -28,6 +30,7 @@ export function keySpace(namespace = 'loopline'): KeySpace {
     queuePrefix: `{${namespace}}`,
     lock: (sessionId) => `${namespace}:{${sessionId}}:lock`,
     events: (sessionId) => `${namespace}:{${sessionId}}:events`,
+    eventsBytes: (sessionId) => `${namespace}:{${sessionId}}:events:bytes`,
     compactJob: (sessionId) => `${namespace}:{${sessionId}}:compact-job`,
     eventsChannel: (sessionId) => `${namespace}:{${sessionId}}:events:new`,
     rateLimit: (keyId) => `${namespace}:rl:${keyId}`,

@@ -95,7 +95,7 @@ export async function deleteSession(
     );
   }
   for (const id of outcome.sessionIds) {
-    await deps.redis.del(deps.keys.events(id), deps.keys.compactJob(id));
+    await deps.redis.del(deps.keys.events(id), deps.keys.eventsBytes(id), deps.keys.compactJob(id));
     const jobs = await removeJobs(deps, log, id);
     log.info({ tenantId, sessionId: id, jobs }, 'session deleted');
   }
