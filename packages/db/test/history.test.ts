@@ -88,6 +88,27 @@ describe('history', () => {
     expect(await getMessage(pg.db, tenant.id, session.id, written.info.id)).toEqual(written);
   });
 
+  test('partTypes: every message, with only the parts of those types (what a revert plans from)', async ({
+    pg,
+  }) => {
+    const { tenant, session } = await makeSessionWithTenant(pg.db);
+    const first = await userText(pg.db, tenant.id, session.id, 'a long question');
+    const compaction = await appendUserMessage(pg.db, {
+      tenantId: tenant.id,
+      sessionId: session.id,
+      agent: 'build',
+      synthetic: true,
+      parts: [
+        { type: 'text', text: 'what came before', tokens: 3 },
+        { type: 'compaction', auto: true, overflow: false, tokens: 0 },
+      ],
+    });
+    const shape = await loadHistory(pg.db, tenant.id, session.id, { partTypes: ['compaction'] });
+    expect(shape.map((m) => m.info)).toEqual([first.info, compaction.info]);
+    expect(shape.map((m) => m.parts.map((p) => p.type))).toEqual([[], ['compaction']]);
+    expect(shape[1]?.parts[0]).toEqual(compaction.parts[1]);
+  });
+
   test('a user message refuses assistant-only parts', async ({ pg }) => {
     const { tenant, session } = await makeSessionWithTenant(pg.db);
     await expect(

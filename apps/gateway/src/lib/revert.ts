@@ -59,7 +59,10 @@ export async function revertSession(
         messageId,
       });
 
-    const plan = planRevert(await loadHistory(trx, tenantId, sessionId), target.info.seq);
+    // The plan reads the messages and their compaction parts only: the whole log's text and tool
+    // outputs (a long session's hundreds of MB) would be loaded into the gateway for nothing.
+    const log = await loadHistory(trx, tenantId, sessionId, { partTypes: ['compaction'] });
+    const plan = planRevert(log, target.info.seq);
     const reverted = await markReverted(trx, tenantId, sessionId, plan.fromSeq);
     await acquireFence(trx, tenantId, sessionId);
     const patch: SessionProgress = { boundarySeq: plan.boundarySeq };

@@ -19,6 +19,11 @@ export interface LoadHistoryOptions {
   last?: number;
   /** Only the oldest N messages of the range (ignored with `last`). */
   first?: number;
+  /**
+   * Only parts of these types (every message still comes, with those of its parts): for a reader
+   * of the log's shape, e.g. a revert's plan, which needs compaction parts and no tool output.
+   */
+  partTypes?: readonly Part['type'][];
 }
 
 type MessageColumns = Pick<MessageRow, 'id' | 'session_id' | 'seq' | 'info' | 'reverted'>;
@@ -32,7 +37,7 @@ export async function loadHistory(
 ): Promise<WithParts[]> {
   const query = historyQuery(db, tenantId, sessionId, opts);
   const rows = opts.last !== undefined ? (await query.execute()).reverse() : await query.execute();
-  return withParts(db, tenantId, sessionId, rows);
+  return withParts(db, tenantId, sessionId, rows, opts.partTypes);
 }
 
 /** The messages query of loadHistory (exported so a test can EXPLAIN it). */
@@ -51,14 +56,22 @@ export function historyQuery(db: Db, tenantId: string, sessionId: string, opts: 
 }
 
 /** The parts query for a set of messages (exported so a test can EXPLAIN it). */
-export function partsQuery(db: Db, tenantId: string, sessionId: string, messageIds: readonly string[]) {
-  return db
+export function partsQuery(
+  db: Db,
+  tenantId: string,
+  sessionId: string,
+  messageIds: readonly string[],
+  types?: readonly Part['type'][],
+) {
+  const query = db
     .selectFrom('parts')
     .select(['id', 'session_id', 'message_id', 'data', 'tokens'])
     .where('tenant_id', '=', tenantId)
     .where('session_id', '=', sessionId)
-    .where('message_id', '=', sql<string>`any(${sql.val([...messageIds])}::text[])`)
-    .orderBy('seq');
+    .where('message_id', '=', sql<string>`any(${sql.val([...messageIds])}::text[])`);
+  return (
+    types ? query.where('type', '=', sql<Part['type']>`any(${sql.val([...types])}::text[])`) : query
+  ).orderBy('seq');
 }
 
 /** Attaches each message's parts (ordered by part seq) with one query. */
@@ -67,10 +80,11 @@ export async function withParts(
   tenantId: string,
   sessionId: string,
   rows: readonly MessageColumns[],
+  partTypes?: readonly Part['type'][],
 ): Promise<WithParts[]> {
   if (rows.length === 0) return [];
   const ids = rows.map((r) => r.id);
-  const partRows = await partsQuery(db, tenantId, sessionId, ids).execute();
+  const partRows = await partsQuery(db, tenantId, sessionId, ids, partTypes).execute();
   const byMessage = new Map<string, Part[]>(ids.map((id) => [id, []]));
   for (const row of partRows) byMessage.get(row.message_id)?.push(toPart(row));
   return rows.map((row) => ({ info: toMessage(row), parts: byMessage.get(row.id) ?? [] }));
