@@ -393,10 +393,10 @@ describe('two gateways and two workers on one Redis and one PostgreSQL', () => {
       expect(queueKeys.length).toBeGreaterThan(0);
       expect(sessionKeys.length).toBeGreaterThan(0);
       // BullMQ's keys (and its Lua scripts' multi-key calls) stay in the {namespace} slot; each
-      // session's lock and event stream live under its own {sessionId} tag, a tenant's fairness keys
+      // session's lock, event stream and its byte count live under its own {sessionId} tag, a tenant's fairness keys
       // (slots, slot waiters, token windows) under {tenant:id}, an API key's request counter under its id.
       const tagged = [
-        /^[^{]*:\{ses_[^}]+\}:(lock|events)$/,
+        /^[^{]*:\{ses_[^}]+\}:(lock|events|events:bytes)$/,
         /^[^{]*:\{tenant:ten_[^}]+\}:(slots|slot-waiters|tokens:\d+)$/,
         /^[^{]*:rl:\{key_[^}]+\}$/,
       ];
