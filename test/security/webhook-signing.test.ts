@@ -122,3 +122,69 @@ describe('PUT /v1/tools door checks', () => {
     expect(res.status).toBe(201);
   });
 });
+
+describe('webhook tool headers at rest', () => {
+  const token = 'Bearer tool-server-token-7f3a9c';
+  const storedConfig = async (name: string) =>
+    (
+      await sql<{ config: { headers: Record<string, string> }; version: number }>`
+        select config, version from tools where tenant_id = ${client.tenantId} and name = ${name}`.execute(
+        stack.deps.db,
+      )
+    ).rows[0]!;
+
+  it('are stored sealed, shown opened to their tenant, and sent opened to the tool server', async () => {
+    // The scenario's model calls the tool `signed` (the first test's), so that is the tool given headers.
+    const config = webhook({ headers: { authorization: token, 'x-plain': 'visible' } });
+    const put = await client.call('PUT', '/v1/tools/signed', config);
+    expect(put.status).toBe(200);
+    expect(put.body.config.headers).toEqual({ authorization: token, 'x-plain': 'visible' });
+    // PostgreSQL holds no header value in the clear (a dump or a backup shows none).
+    const row = await storedConfig('signed');
+    expect(JSON.stringify(row.config)).not.toContain('tool-server-token');
+    expect(JSON.stringify(row.config)).not.toContain('visible');
+    expect(row.config.headers.authorization!.startsWith('\u0001v1.')).toBe(true);
+    // The tenant reads back what it wrote, one tool or the list.
+    const got = await client.call('GET', '/v1/tools/signed');
+    expect(got.body.config.headers).toEqual({ authorization: token, 'x-plain': 'visible' });
+    const list = await client.call('GET', '/v1/tools');
+    const listed = list.body.tools.find((t: { name: string }) => t.name === 'signed');
+    expect(listed.config.headers.authorization).toBe(token);
+    // The same PUT again changes nothing (its sealed values are kept, not drawn anew).
+    const again = await client.call('PUT', '/v1/tools/signed', config);
+    expect(again.status).toBe(200);
+    expect(again.body.version).toBe(put.body.version);
+    expect((await storedConfig('signed')).config).toEqual(row.config);
+    // The call carries the header opened.
+    const id = await client.session('a');
+    const before = received.length;
+    await client.send(id, 'call it');
+    expect((await client.waitIdle(id)).status).toBe('idle');
+    expect(received.length).toBeGreaterThan(before);
+    expect(received.at(-1)!.headers.authorization).toBe(token);
+    expect(received.at(-1)!.headers['x-plain']).toBe('visible');
+  });
+
+  it('a sealed value copied to another header or tool does not open there', async () => {
+    const a = webhook({ headers: { authorization: token } });
+    await client.call('PUT', '/v1/tools/sealed-a', a);
+    const sealedValue = (await storedConfig('sealed-a')).config.headers.authorization!;
+    await client.call('PUT', '/v1/tools/sealed-b', webhook({ headers: { 'x-other': 'placeholder' } }));
+    await sql`update tools set config = jsonb_set(config, '{headers,x-other}', to_jsonb(${sealedValue}::text))
+      where tenant_id = ${client.tenantId} and name = 'sealed-b'`.execute(stack.deps.db);
+    const got = await client.call('GET', '/v1/tools/sealed-b');
+    expect(got.body.config.headers['x-other']).toMatch(/sealed with another LOOPLINE_SECRETS_KEY/);
+    expect(JSON.stringify(got.body)).not.toContain('tool-server-token');
+  });
+
+  it('a value stored in the clear before sealing is read and sent as it is', async () => {
+    await sql`update tools set config = jsonb_set(config, '{headers,x-plain}', '"from-before"'::jsonb)
+      where tenant_id = ${client.tenantId} and name = 'signed'`.execute(stack.deps.db);
+    expect((await client.call('GET', '/v1/tools/signed')).body.config.headers['x-plain']).toBe('from-before');
+    const id = await client.session('a');
+    await client.send(id, 'call it');
+    expect((await client.waitIdle(id)).status).toBe('idle');
+    expect(received.at(-1)!.headers['x-plain']).toBe('from-before');
+    expect(received.at(-1)!.headers.authorization).toBe(token);
+  });
+});

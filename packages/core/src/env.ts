@@ -286,7 +286,7 @@ export const egressEnv = z.object({
         )
         .optional(),
     ),
-    '32 bytes (64 hex or base64) sealing tenant model keys and webhook signing secrets with AES-256-GCM; unset: no tenant model endpoints, unsigned webhook calls',
+    '32 bytes (64 hex or base64) sealing tenant model keys, webhook signing secrets and webhook tool headers with AES-256-GCM; unset: no tenant model endpoints, unsigned webhook calls, tool headers stored as sent',
     'unset',
   ) as z.ZodType<string | undefined>,
   LOOPLINE_WEBHOOK_ALLOW_PRIVATE: envFlag(

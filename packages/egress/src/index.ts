@@ -41,10 +41,13 @@ export {
 export {
   agentCredentialAad,
   openSecret,
+  openToolHeaders,
   type SecretBox,
   sealSecret,
+  sealToolHeaders,
   secretBoxFromEnv,
   secretBoxFromKey,
+  toolHeaderAad,
   toolSecretAad,
 } from './secrets.ts';
 export {

@@ -60,3 +60,50 @@ export function toolSecretAad(tenantId: string, toolName: string): string {
 export function agentCredentialAad(tenantId: string, agentName: string, baseURL: string): string {
   return `agent-credential:${tenantId}:${agentName}:${baseURL}`;
 }
+
+/**
+ * A sealed header value as stored: a prefix no tenant value can carry (header values refuse
+ * control characters, door.ts), so a value stored before headers were sealed reads as itself.
+ */
+const SEALED_HEADER = '\u0001';
+
+/** Associated data binding a sealed header value to its tool and header name. */
+export function toolHeaderAad(tenantId: string, toolName: string, header: string): string {
+  return `tool-header:${tenantId}:${toolName}:${header.toLowerCase()}`;
+}
+
+/** A tool's headers with every value sealed (as stored); without a box, as they are. */
+export function sealToolHeaders(
+  box: SecretBox | undefined,
+  tenantId: string,
+  toolName: string,
+  headers: Record<string, string>,
+): Record<string, string> {
+  if (!box) return headers;
+  return Object.fromEntries(
+    Object.entries(headers).map(([k, v]) => [
+      k,
+      v.startsWith(SEALED_HEADER) ? v : SEALED_HEADER + box.seal(v, toolHeaderAad(tenantId, toolName, k)),
+    ]),
+  );
+}
+
+/**
+ * A tool's stored headers opened: sealed values with the box, others (stored before sealing, or
+ * without a key) as they are. Throws when a sealed value does not open (no key, another key).
+ */
+export function openToolHeaders(
+  box: SecretBox | undefined,
+  tenantId: string,
+  toolName: string,
+  headers: Record<string, string>,
+): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(headers).map(([k, v]) => {
+      if (!v.startsWith(SEALED_HEADER)) return [k, v];
+      if (!box)
+        throw new Error(`header ${k} of tool ${toolName} is sealed and LOOPLINE_SECRETS_KEY is not set`);
+      return [k, box.open(v.slice(SEALED_HEADER.length), toolHeaderAad(tenantId, toolName, k))];
+    }),
+  );
+}

@@ -13,6 +13,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { checkWebhook } from '../lib/egress.ts';
 import { HttpError } from '../lib/http-error.ts';
 import { namedConfigRoutes, namedView } from '../lib/named-configs.ts';
+import { sealedForStore, toolView } from '../lib/tool-headers.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import { PutNameParam, withErrors } from '../schemas/shared.ts';
 import { PutToolBody, PutToolView, ToolList, ToolView } from '../schemas/tools.ts';
@@ -64,11 +65,14 @@ export const toolRoutes: FastifyPluginAsyncZod = async (app) => {
       if (config.kind === 'webhook' && box && !(await getToolSigningSecret(deps.db, tenantId, name)))
         secret = generateWebhookSecret();
       const sealed = secret && box ? box.seal(secret, toolSecretAad(tenantId, name)) : null;
-      const { tool, created, secretStored } = await putTool(deps.db, tenantId, name, config, sealed);
+      // Header values are sealed at rest (lib/tool-headers.ts); the answer shows them opened.
+      const stored = await sealedForStore(deps.db, box, tenantId, name, config);
+      const { tool, created, secretStored } = await putTool(deps.db, tenantId, name, stored, sealed);
       request.log.info({ tenantId, tool: tool.name, version: tool.version, created }, 'tool saved');
-      return reply
-        .status(created ? 201 : 200)
-        .send({ ...namedView(tool), ...(secret && secretStored ? { signingSecret: secret } : {}) });
+      return reply.status(created ? 201 : 200).send({
+        ...namedView(toolView(box, tenantId, tool)),
+        ...(secret && secretStored ? { signingSecret: secret } : {}),
+      });
     },
   );
 
@@ -77,8 +81,12 @@ export const toolRoutes: FastifyPluginAsyncZod = async (app) => {
     plural: 'tools',
     view: ToolView,
     list: ToolList,
-    get: getTool,
-    all: listTools,
+    get: async (db, tenantId, name) => {
+      const tool = await getTool(db, tenantId, name);
+      return tool && toolView(deps.egress?.secrets, tenantId, tool);
+    },
+    all: async (db, tenantId, page) =>
+      (await listTools(db, tenantId, page)).map((tool) => toolView(deps.egress?.secrets, tenantId, tool)),
     remove: deleteTool,
     beforeDelete: async (tenantId, name) => {
       const agents = await agentsUsingTool(deps.db, tenantId, name);

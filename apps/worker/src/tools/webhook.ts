@@ -5,6 +5,7 @@ import {
   checkHeaders,
   type EgressReason,
   EgressRefusedError,
+  openToolHeaders,
   signWebhook,
   toolSecretAad,
 } from '@loopline/egress';
@@ -45,17 +46,18 @@ export async function callWebhook(
     input: call.input,
   });
   const secret = await signingSecret(deps, call.tenantId, call.name);
+  const headers = openedHeaders(deps, call.tenantId, call.name, tool.headers);
   const maxBytes = Math.min(tool.maxResponseBytes ?? egress.webhookMaxBytes, egress.webhookMaxBytes);
   let res: Awaited<ReturnType<typeof egress.gates.webhook.request>>;
   try {
     // The same header rules PUT /v1/tools applied (a tool stored before them is refused here).
-    checkHeaders('webhook', tool.headers);
+    checkHeaders('webhook', headers);
     res = await egress.gates.webhook.request(
       tool.url,
       {
         method: 'POST',
         headers: {
-          ...tool.headers,
+          ...headers,
           'content-type': 'application/json',
           'idempotency-key': call.callId,
           ...(secret ? signWebhook(secret, `msg_${randomUUID()}`, body) : {}),
@@ -96,6 +98,24 @@ export async function callWebhook(
     }
   }
   return { output: storableText(text) };
+}
+
+/** The tool's headers as sent: values sealed at rest opened (the gateway's lib/tool-headers.ts). */
+function openedHeaders(
+  deps: Pick<WorkerDeps, 'secrets'>,
+  tenantId: string,
+  name: string,
+  stored: Record<string, string>,
+): Record<string, string> {
+  try {
+    return openToolHeaders(deps.secrets, tenantId, name, stored);
+  } catch {
+    // No key, or another one: refuse rather than send the tool server a header it cannot use.
+    throw new LooplineError(
+      'ConfigError',
+      `a header of tool "${name}" is sealed and cannot be opened with LOOPLINE_SECRETS_KEY: put the tool again`,
+    );
+  }
 }
 
 /** The tool's signing secret, opened; undefined (unsigned call) when none is stored or no key is set. */
