@@ -17,6 +17,9 @@ interface RankFile {
 
 const EMPTY = 0;
 const MISSING = 0x7fffffff;
+/** Pieces longer than this are counted in chunks (BpeCounter.#longPiece). */
+const PIECE_LIMIT = 512;
+const PIECE_CHUNK = 256;
 
 /**
  * tiktoken's split pattern for JavaScript: Rust's `\s` is Unicode White_Space, JavaScript's also
@@ -114,9 +117,10 @@ export class BpeCounter {
   readonly #pattern: RegExp;
   // Most pieces are common words seen before; bounded so one tenant's text cannot grow it.
   readonly #seen = new Map<string, number>();
-  #buf = new Uint8Array(1024);
-  #bounds = new Int32Array(1024);
-  #pairRanks = new Int32Array(1024);
+  // A piece is at most PIECE_LIMIT UTF-16 units, each at most 3 UTF-8 bytes.
+  readonly #buf = new Uint8Array(PIECE_LIMIT * 3);
+  readonly #bounds = new Int32Array(PIECE_LIMIT * 3 + 1);
+  readonly #pairRanks = new Int32Array(PIECE_LIMIT * 3 + 1);
 
   constructor(file: RankFile) {
     const { bytes, start } = decodeRanks(file.bpe_ranks);
@@ -136,7 +140,7 @@ export class BpeCounter {
   #piece(piece: string): number {
     const known = this.#seen.get(piece);
     if (known !== undefined) return known;
-    if (piece.length * 3 > this.#buf.length) this.#grow(piece.length * 3);
+    if (piece.length > PIECE_LIMIT) return this.#longPiece(piece);
     const len = utf8Into(piece, this.#buf);
     const n = this.#ranks.rank(this.#buf, 0, len) !== MISSING ? 1 : this.#merge(len);
     if (piece.length <= 24) {
@@ -180,10 +184,23 @@ export class BpeCounter {
     }
   }
 
-  #grow(size: number): void {
-    this.#buf = new Uint8Array(size);
-    this.#bounds = new Int32Array(size + 1);
-    this.#pairRanks = new Int32Array(size + 1);
+  /**
+   * A piece past PIECE_LIMIT characters counted in PIECE_CHUNK-character chunks: the merge costs the
+   * square of a piece's length (200,000 spaces, one piece of the split pattern, took 44 s whole),
+   * and real text has no such pieces; each cut changes the count by at most a token or so.
+   * tokenizer.ts cuts runs of word characters before they get here; this bounds every other kind
+   * (whitespace, punctuation) that a tenant's text can make as long as it likes.
+   */
+  #longPiece(piece: string): number {
+    let total = 0;
+    for (let i = 0; i < piece.length; ) {
+      let end = Math.min(i + PIECE_CHUNK, piece.length);
+      const code = piece.charCodeAt(end - 1);
+      if (end < piece.length && code >= 0xd800 && code <= 0xdbff) end++; // never split a pair
+      total += this.#piece(piece.slice(i, end));
+      i = end;
+    }
+    return total;
   }
 }
 

@@ -135,6 +135,42 @@ describe.each(['o200k_base', 'cl100k_base'] as const)('BpeCounter (%s)', (name) 
   });
 });
 
+describe('BpeCounter on pieces a tenant makes as long as it likes', () => {
+  const ours = new BpeCounter(loadRankFile('o200k_base'));
+  const ref = get_encoding('o200k_base');
+  afterAll(() => ref.free());
+
+  // One piece of the split pattern (a run of spaces, of punctuation) merged whole costs the square
+  // of its length: 200,000 spaces took 44 s. Past 512 characters a piece is counted in chunks, so
+  // a million of them ends in milliseconds (whole, this test would run for many minutes).
+  it.each([
+    ['spaces', ' '],
+    ['punctuation', '-'],
+    ['newlines', '\n'],
+    ['symbols', '=+'],
+  ])(
+    'a run of a million %s is counted in chunks, close to the exact count',
+    { timeout: 20_000 },
+    (_, unit) => {
+      const long = unit.repeat(1_000_000 / unit.length);
+      const n = ours.count(long);
+      expect(n).toBeGreaterThan(0);
+      // Exactly as its 256-character chunks (the last one shorter) are counted one by one.
+      const chunk = ours.count(unit.repeat(256 / unit.length));
+      expect(n).toBe(Math.floor(long.length / 256) * chunk + ours.count(long.slice(0, long.length % 256)));
+      // And close to tiktoken on a run it can still count whole: at most a token per cut apart.
+      const medium = unit.repeat(5_000 / unit.length);
+      const cuts = Math.ceil(medium.length / 256);
+      expect(Math.abs(ours.count(medium) - ref.encode_ordinary(medium).length)).toBeLessThanOrEqual(cuts);
+    },
+  );
+
+  it('counts a piece of exactly 512 characters whole, as tiktoken does', () => {
+    const piece = ' '.repeat(512);
+    expect(ours.count(piece)).toBe(ref.encode_ordinary(piece).length);
+  });
+});
+
 describe('jsPattern', () => {
   it("spells \\s as Unicode White_Space, as tiktoken's Rust regex reads it", () => {
     expect(jsPattern(String.raw`\s+`).test('\ufeff')).toBe(false);
