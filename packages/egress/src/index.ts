@@ -41,10 +41,11 @@ export {
 export {
   agentCredentialAad,
   openSecret,
+  openToolHeader,
   openToolHeaders,
   type SecretBox,
   sealSecret,
-  sealToolHeaders,
+  sealToolHeader,
   secretBoxFromEnv,
   secretBoxFromKey,
   toolHeaderAad,

@@ -72,26 +72,35 @@ export function toolHeaderAad(tenantId: string, toolName: string, header: string
   return `tool-header:${tenantId}:${toolName}:${header.toLowerCase()}`;
 }
 
-/** A tool's headers with every value sealed (as stored); without a box, as they are. */
-export function sealToolHeaders(
+/** A header value as stored: sealed with the box; without one, as it is. */
+export function sealToolHeader(
   box: SecretBox | undefined,
   tenantId: string,
   toolName: string,
-  headers: Record<string, string>,
-): Record<string, string> {
-  if (!box) return headers;
-  return Object.fromEntries(
-    Object.entries(headers).map(([k, v]) => [
-      k,
-      v.startsWith(SEALED_HEADER) ? v : SEALED_HEADER + box.seal(v, toolHeaderAad(tenantId, toolName, k)),
-    ]),
-  );
+  header: string,
+  value: string,
+): string {
+  return box ? SEALED_HEADER + box.seal(value, toolHeaderAad(tenantId, toolName, header)) : value;
 }
 
 /**
- * A tool's stored headers opened: sealed values with the box, others (stored before sealing, or
- * without a key) as they are. Throws when a sealed value does not open (no key, another key).
+ * A stored header value opened: a sealed one with the box, any other (stored before sealing, or
+ * without a key) as it is. Throws when a sealed value does not open (no key, another key).
  */
+export function openToolHeader(
+  box: SecretBox | undefined,
+  tenantId: string,
+  toolName: string,
+  header: string,
+  stored: string,
+): string {
+  if (!stored.startsWith(SEALED_HEADER)) return stored;
+  if (!box)
+    throw new Error(`header ${header} of tool ${toolName} is sealed and LOOPLINE_SECRETS_KEY is not set`);
+  return box.open(stored.slice(SEALED_HEADER.length), toolHeaderAad(tenantId, toolName, header));
+}
+
+/** A tool's stored headers opened (openToolHeader, value by value). */
 export function openToolHeaders(
   box: SecretBox | undefined,
   tenantId: string,
@@ -99,11 +108,6 @@ export function openToolHeaders(
   headers: Record<string, string>,
 ): Record<string, string> {
   return Object.fromEntries(
-    Object.entries(headers).map(([k, v]) => {
-      if (!v.startsWith(SEALED_HEADER)) return [k, v];
-      if (!box)
-        throw new Error(`header ${k} of tool ${toolName} is sealed and LOOPLINE_SECRETS_KEY is not set`);
-      return [k, box.open(v.slice(SEALED_HEADER.length), toolHeaderAad(tenantId, toolName, k))];
-    }),
+    Object.entries(headers).map(([k, v]) => [k, openToolHeader(box, tenantId, toolName, k, v)]),
   );
 }

@@ -1,6 +1,6 @@
 import type { ToolConfig } from '@loopline/core';
 import { type Db, getTool, type ToolInfo } from '@loopline/db';
-import { openToolHeaders, type SecretBox, sealToolHeaders } from '@loopline/egress';
+import { openToolHeader, type SecretBox, sealToolHeader } from '@loopline/egress';
 
 // A webhook tool's headers usually carry the credential of the tenant's tool server
 // (`authorization: Bearer …`): with LOOPLINE_SECRETS_KEY set they are stored sealed, value by
@@ -25,30 +25,37 @@ export async function sealedForStore(
   if (!box || config.kind !== 'webhook' || Object.keys(config.headers).length === 0) return config;
   const before = await getTool(db, tenantId, name);
   const kept = before?.config.kind === 'webhook' ? before.config.headers : {};
-  const reuse: Record<string, string> = {};
+  const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(config.headers)) {
     const old = kept[k];
-    if (old === undefined) continue;
-    try {
-      if (openToolHeaders(box, tenantId, name, { [k]: old })[k] === v) reuse[k] = old;
-    } catch {
-      // sealed with another key: seal it anew
-    }
+    headers[k] =
+      old !== undefined && opened(box, tenantId, name, k, old) === v
+        ? old
+        : sealToolHeader(box, tenantId, name, k, v);
   }
-  const fresh = sealToolHeaders(box, tenantId, name, config.headers);
-  return { ...config, headers: { ...fresh, ...reuse } };
+  return { ...config, headers };
 }
 
 /** The tool as its tenant sees it: header values opened (one that does not open, marked). */
 export function toolView(box: SecretBox | undefined, tenantId: string, tool: ToolInfo): ToolInfo {
   if (tool.config.kind !== 'webhook') return tool;
   const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(tool.config.headers)) {
-    try {
-      headers[k] = openToolHeaders(box, tenantId, tool.name, { [k]: v })[k]!;
-    } catch {
-      headers[k] = UNOPENED_HEADER;
-    }
-  }
+  for (const [k, v] of Object.entries(tool.config.headers))
+    headers[k] = opened(box, tenantId, tool.name, k, v) ?? UNOPENED_HEADER;
   return { ...tool, config: { ...tool.config, headers } };
+}
+
+/** A stored value opened, or undefined when it does not open here (no key, another key). */
+function opened(
+  box: SecretBox | undefined,
+  tenantId: string,
+  tool: string,
+  header: string,
+  stored: string,
+): string | undefined {
+  try {
+    return openToolHeader(box, tenantId, tool, header, stored);
+  } catch {
+    return undefined;
+  }
 }
