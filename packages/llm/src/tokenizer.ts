@@ -1,7 +1,7 @@
-// Tokenizer: exact tiktoken token counts (tiktoken's ranks, counted by bpe.ts), one cached
-// counter per encoding per process, special tokens treated as text. Implements core's Tokenizer shape. Never estimates:
-// capping untrusted input is core's countCapped; this file only keeps tiktoken off its
-// super-linear path (very long runs without spaces or punctuation).
+// Tokenizer: tiktoken's token counts (its ranks, counted by bpe.ts), one counter per encoding per
+// process, special tokens treated as text. Implements core's Tokenizer shape. Never estimates:
+// capping untrusted input is core's countCapped. This file cuts very long runs of word characters
+// (no spaces or punctuation) before counting; bpe.ts bounds every other long piece the same way.
 
 import type { Tokenizer } from '@loopline/core';
 import { BpeCounter, loadRankFile } from './bpe.ts';
