@@ -9,7 +9,7 @@ import { freshDatabase, namespace, purgeNamespace, rssOf, sleep } from '../lib/i
 import { forkChild, OUT_DIR, stopProcess } from '../lib/proc.ts';
 import { emit, log, type Row, ratioOf } from '../lib/result.ts';
 import { benchSessions, benchTenant, sendAll, startService } from '../lib/service.ts';
-import { type ServiceCpu, serviceCpu, serviceCpuPer } from '../lib/service-cpu.ts';
+import { machineBusyMs, type ServiceCpu, serviceCpu, serviceCpuPer } from '../lib/service-cpu.ts';
 import { fmt, median, summarize } from '../lib/stats.ts';
 import {
   cpuMsOf,
@@ -46,6 +46,9 @@ interface LoopRun {
   cpuPerStep: number;
   /** PostgreSQL's and Redis' CPU per step in the window, ms. */
   services: ServiceCpu;
+  /** The mock model's process CPU per step, and the whole machine's busy CPU per step, ms. */
+  mockCpu: number;
+  machineCpu: number;
   peakRss: number;
   windowRss: number;
   ready: number;
@@ -89,11 +92,15 @@ async function loopRun(sessions: number, concurrency?: number): Promise<LoopRun>
     const c0 = await count();
     const cpu0 = cpuMsOf(worker.pid!);
     const s0 = serviceCpu();
+    const m0 = cpuMsOf(mock.child.pid!);
+    const b0 = machineBusyMs();
     const w0 = performance.now();
     await sleep(WINDOW_MS);
     const c1 = await count();
     const cpu1 = cpuMsOf(worker.pid!);
     const s1 = serviceCpu();
+    const m1 = cpuMsOf(mock.child.pid!);
+    const b1 = machineBusyMs();
     const w1 = performance.now();
     const peak = worker.pid ? (rssOf(worker.pid)?.peak ?? Number.NaN) : Number.NaN;
     const inWindow = samples.filter((s) => s.at >= w0).map((s) => s.rss);
@@ -101,6 +108,8 @@ async function loopRun(sessions: number, concurrency?: number): Promise<LoopRun>
       stepsPerSecond: ((c1 - c0) * 1000) / (w1 - w0),
       cpuPerStep: (cpu1 - cpu0) / Math.max(1, c1 - c0),
       services: serviceCpuPer(s0, s1, c1 - c0),
+      mockCpu: (m1 - m0) / Math.max(1, c1 - c0),
+      machineCpu: (b1 - b0) / Math.max(1, c1 - c0),
       peakRss: peak,
       windowRss: Math.max(...inWindow),
       ready,
@@ -117,6 +126,8 @@ interface CeilingRun {
   /** The chain process' CPU per job in the window, ms. */
   cpuPerStep: number;
   services: ServiceCpu;
+  /** The whole machine's busy CPU per step, ms. */
+  machineCpu: number;
 }
 
 async function ceilingRun(kind: ChainKind, chains: number): Promise<CeilingRun> {
@@ -141,15 +152,18 @@ async function ceilingRun(kind: ChainKind, chains: number): Promise<CeilingRun> 
     const c0 = await done();
     const cpu0 = await cpu();
     const s0 = serviceCpu();
+    const b0 = machineBusyMs();
     const w0 = performance.now();
     await sleep(WINDOW_MS);
     const c1 = await done();
     const cpu1 = await cpu();
     const s1 = serviceCpu();
+    const b1 = machineBusyMs();
     return {
       stepsPerSecond: ((c1 - c0) * 1000) / (performance.now() - w0),
       cpuPerStep: (cpu1 - cpu0) / Math.max(1, c1 - c0),
       services: serviceCpuPer(s0, s1, c1 - c0),
+      machineCpu: (b1 - b0) / Math.max(1, c1 - c0),
     };
   } finally {
     await stopProcess(child.child, 5_000);
@@ -202,7 +216,21 @@ for (let r = 0; r < args.runs; r++) {
       `${fmt(at100[r]!.peakRss)} MiB); 1,000 sessions ${fmt(at1000[r]!.stepsPerSecond)} steps/s ` +
       `(CPU ${fmt(at1000[r]!.cpuPerStep)} ms/step, RSS peak ${fmt(at1000[r]!.peakRss)} MiB)`,
   );
+  log(`  run ${r + 1}, machine CPU per step at 1,000 sessions: ${machineLine(at1000[r]!, durable1000[r]!)}`);
 }
+/** Where one step's CPU went on the whole machine, Loopline against the bare durable chain. */
+function machineLine(a: LoopRun, d: CeilingRun): string {
+  const rest = (total: number, parts: number[]) => total - parts.reduce((x, y) => x + y, 0);
+  const { postgres, redis } = a.services;
+  return (
+    `Loopline ${fmt(a.machineCpu)} ms (worker ${fmt(a.cpuPerStep)}, mock model ${fmt(a.mockCpu)}, PostgreSQL ` +
+    `${fmt(postgres)}, Redis ${fmt(redis)}, the rest ${fmt(rest(a.machineCpu, [a.cpuPerStep, a.mockCpu, postgres, redis]))}); ` +
+    `bare durable chain ${fmt(d.machineCpu)} ms (chain process ${fmt(d.cpuPerStep)}, PostgreSQL ` +
+    `${fmt(d.services.postgres)}, Redis ${fmt(d.services.redis)}, the rest ` +
+    `${fmt(rest(d.machineCpu, [d.cpuPerStep, d.services.postgres, d.services.redis]))})`
+  );
+}
+
 let inflight: LoopRun | undefined;
 if (!args.quick && CONCURRENCY < 1000) {
   inflight = await loopRun(1000, 1000);
@@ -329,6 +357,12 @@ emit({
         )
         .join('; ') +
       '.',
+    '',
+    "The whole machine's busy CPU per step at 1,000 sessions (/proc/stat, every CPU, kernel included) " +
+      "and its parts: the mock model is the bench's stand-in for a model that runs elsewhere (it has no " +
+      "counterpart in the bare chain), 'the rest' is mostly the kernel's loopback network work, this " +
+      "process and the machine's other tasks. " +
+      at1000.map((a, i) => `Run ${i + 1}: ${machineLine(a, durable1000[i]!)}.`).join(' '),
     '',
     '| run | durable chain 100 steps/s (CPU/step) | 100 sessions steps/s (CPU/step) | RSS peak | durable chain 1,000 steps/s (CPU/step) | 1,000 sessions steps/s (CPU/step) | RSS peak | RSS max in window | bare chain 100 steps/s |',
     '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',

@@ -43,3 +43,18 @@ export function serviceCpuPer(from: ServiceCpu, to: ServiceCpu, units: number): 
   const n = Math.max(1, units);
   return { postgres: (to.postgres - from.postgres) / n, redis: (to.redis - from.redis) / n };
 }
+
+/**
+ * Busy CPU of the whole machine so far (every CPU, /proc/stat: user, nice, system, irq, softirq,
+ * steal), ms: with the processes' own figures it says what is left for the kernel's network work
+ * and everything else on loopback. NaN where there is no /proc/stat.
+ */
+export function machineBusyMs(): number {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n')[0]!;
+    const [user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number);
+    return (user! + nice! + system! + irq! + softirq! + (steal ?? 0)) * 10;
+  } catch {
+    return Number.NaN;
+  }
+}
