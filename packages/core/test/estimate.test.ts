@@ -9,6 +9,7 @@ import {
   learnRatio,
   RATIO_WEIGHT_CAP,
   ratioState,
+  tokenizerFamilyOf,
   UNKNOWN_FAMILY_PRIOR,
   UNKNOWN_PRIOR_MARGIN,
 } from '../src/session/estimate.ts';
@@ -135,6 +136,16 @@ describe('familyPrior', () => {
     ['compatible/qwen3-coder', 1.1],
   ])('%s → %d', (model, prior) => {
     expect(familyPrior(model)).toBe(prior);
+  });
+
+  it('answers the same from its memo, past its bound too', () => {
+    // More ids than the memo keeps: it starts over and every answer stays what the id names.
+    for (let i = 0; i < 600; i++) {
+      expect(tokenizerFamilyOf(`compatible/Qwen-${i}`)).toBe('qwen');
+      expect(tokenizerFamilyOf(`compatible/house-model-${i}`)).toBeUndefined();
+    }
+    expect(tokenizerFamilyOf('compatible/Qwen-1')).toBe('qwen');
+    expect(tokenizerFamilyOf('compatible/house-model-1')).toBeUndefined();
   });
 });
 

@@ -182,9 +182,21 @@ export const MARGIN_HALF_WEIGHT = 1_000;
 /** The learned ratio's weight stops growing here, so it keeps following a drifting ratio. */
 export const RATIO_WEIGHT_CAP = 50_000;
 
+// Model ids are few per process; each lookup ran up to seven regular expressions on every step.
+const FAMILY_MEMO_MAX = 256;
+const familyMemo = new Map<string, TokenizerFamily | undefined>();
+
 /** The tokenizer family a model id names, or undefined when it names none we know. */
 export function tokenizerFamilyOf(modelRef: string): TokenizerFamily | undefined {
-  const id = modelRef.toLowerCase();
+  if (familyMemo.has(modelRef)) return familyMemo.get(modelRef);
+  const family = familyOfId(modelRef.toLowerCase());
+  // Bounded: tenants name their own models; past the bound the memo starts over.
+  if (familyMemo.size >= FAMILY_MEMO_MAX) familyMemo.clear();
+  familyMemo.set(modelRef, family);
+  return family;
+}
+
+function familyOfId(id: string): TokenizerFamily | undefined {
   if (/claude|anthropic/.test(id)) return 'claude';
   if (/gemini|gemma/.test(id)) return 'gemini';
   if (/deepseek/.test(id)) return 'deepseek';
