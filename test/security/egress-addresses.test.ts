@@ -73,12 +73,10 @@ describe('egress gate: textual address forms', () => {
       '172.16.0.1': 'private',
       '192.168.1.1': 'private',
       '100.64.0.1': 'private', // CGNAT
-      '169.254.1.1': 'private', // link-local
       '0.0.0.0': 'private',
       '0.1.2.3': 'private',
       '224.0.0.1': 'private', // multicast
       '255.255.255.255': 'private',
-      'fe80::1': 'private',
       'fc00::1': 'private', // unique-local
       'fd12:3456::1': 'private',
       'ff02::1': 'private',
@@ -89,6 +87,20 @@ describe('egress gate: textual address forms', () => {
       '169.254.169.254': 'metadata',
       'fd00:ec2::254': 'metadata',
       '::ffff:169.254.169.254': 'metadata',
+      // Link-local as a whole and the other clouds' metadata and host agents.
+      '169.254.1.1': 'metadata',
+      '169.254.0.23': 'metadata', // Tencent Cloud
+      '169.254.42.42': 'metadata', // Scaleway
+      '169.254.170.23': 'metadata', // EKS Pod Identity
+      'fe80::1': 'metadata',
+      'fd00:ec2::23': 'metadata', // EKS Pod Identity over IPv6
+      '168.63.129.16': 'metadata', // Azure WireServer (global unicast)
+      '::ffff:168.63.129.16': 'metadata',
+      '192.0.0.192': 'metadata', // Oracle Cloud Classic
+      '100.100.100.200': 'metadata', // Alibaba Cloud
+      '168.63.129.17': 'public',
+      '192.0.0.193': 'private',
+      'fd00:ec3::1': 'private',
       '8.8.8.8': 'public',
       '2606:4700:4700::1111': 'public',
       '64:ff9b::808:808': 'public',
@@ -101,9 +113,20 @@ describe('egress gate: textual address forms', () => {
   });
 
   it('never opens cloud metadata, even with every private address allowed', async () => {
-    const open = createEgressGate({ purpose: 'webhook', policy: { allowPrivate: true, allowHosts: [] } });
+    // Every private address allowed, and two metadata hosts named in the allow-list too.
+    const open = createEgressGate({
+      purpose: 'webhook',
+      policy: { allowPrivate: true, allowHosts: ['168.63.129.16:80', '169.254.0.23:80'] },
+    });
     try {
-      for (const url of ['http://169.254.169.254/latest/meta-data/', 'http://[fd00:ec2::254]/']) {
+      for (const url of [
+        'http://169.254.169.254/latest/meta-data/',
+        'http://[fd00:ec2::254]/',
+        'http://169.254.0.23/latest/meta-data/cam/security-credentials/role',
+        'http://169.254.42.42/conf',
+        'http://168.63.129.16/?comp=versions',
+        'http://[fe80::1]/',
+      ]) {
         const err = await open.request(url, {}, limits).catch((e: unknown) => e);
         expect((err as EgressRefusedError).reason).toBe('metadata-address');
       }

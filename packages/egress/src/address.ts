@@ -8,9 +8,27 @@ import ipaddr from 'ipaddr.js';
 
 export type AddressClass = 'public' | 'private' | 'metadata' | 'invalid';
 
-/** Instance metadata services (AWS, GCP, Azure, OpenStack on IPv4; AWS Nitro on IPv6). */
-const METADATA = ['169.254.169.254', '169.254.170.2', '100.100.100.200', 'fd00:ec2::254'];
-const metadata = new Set(METADATA.map((a) => ipaddr.parse(a).toNormalizedString()));
+/**
+ * Instance metadata and host-agent services: never opened, not by `…_ALLOW_PRIVATE` nor by an
+ * allow-list. The whole link-local ranges, because clouds put their services all over them (AWS
+ * and GCP at 169.254.169.254, ECS at 169.254.170.2, EKS Pod Identity at 169.254.170.23, Tencent at
+ * 169.254.0.23, Scaleway at 169.254.42.42), and nothing a tenant may reach lives there; AWS's IPv6
+ * block (IMDS fd00:ec2::254, Pod Identity fd00:ec2::23); Azure's WireServer, a global unicast
+ * address; Oracle Cloud Classic's metadata in the IETF protocol block; Alibaba's in CGNAT space.
+ */
+const METADATA_RANGES = [
+  '169.254.0.0/16',
+  'fe80::/10',
+  'fd00:ec2::/32',
+  '168.63.129.16/32',
+  '192.0.0.192/32',
+  '100.100.100.200/32',
+].map((cidr) => ipaddr.parseCIDR(cidr));
+
+function isMetadata(addr: ipaddr.IPv4 | ipaddr.IPv6): boolean {
+  for (const range of METADATA_RANGES) if (addr.kind() === range[0].kind() && addr.match(range)) return true;
+  return false;
+}
 
 /** IPv6 prefixes that carry an IPv4 address inside: the embedded address decides. */
 function embeddedIPv4(v6: ipaddr.IPv6): ipaddr.IPv4 | undefined {
@@ -35,7 +53,7 @@ function embeddedIPv4(v6: ipaddr.IPv6): ipaddr.IPv4 | undefined {
 const LOCAL_USE_NAT64 = ipaddr.parseCIDR('64:ff9b:1::/48');
 
 function classifyParsed(addr: ipaddr.IPv4 | ipaddr.IPv6): AddressClass {
-  if (metadata.has(addr.toNormalizedString())) return 'metadata';
+  if (isMetadata(addr)) return 'metadata';
   if (addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).match(LOCAL_USE_NAT64)) return 'private';
   if (addr.kind() === 'ipv6') {
     const inner = embeddedIPv4(addr as ipaddr.IPv6);
@@ -46,8 +64,8 @@ function classifyParsed(addr: ipaddr.IPv4 | ipaddr.IPv6): AddressClass {
 
 /**
  * The class of one IP address in any textual form (brackets allowed). Not an IP → 'invalid'.
- * Private covers loopback, RFC 1918, CGNAT 100.64/10, link-local, unique-local, multicast,
- * broadcast, 0.0.0.0/8, reserved and documentation ranges.
+ * Private covers loopback, RFC 1918, CGNAT 100.64/10, unique-local, multicast, broadcast,
+ * 0.0.0.0/8, reserved and documentation ranges; link-local is metadata (METADATA_RANGES).
  */
 export function classifyAddress(ip: string): AddressClass {
   const text = ip.replace(/^\[|\]$/g, '').replace(/%.*$/, '');
