@@ -10,6 +10,7 @@ import {
   redisEnv,
   runtimeFlagsEnv,
 } from '@loopline/core';
+import { MODEL_REPLY_MAX_CHARS } from '@loopline/llm';
 import { tracingEnv } from '@loopline/telemetry';
 import { z } from 'zod';
 import { MODEL_CALL_TIMEOUT_MS } from './deps.ts';
@@ -50,6 +51,11 @@ export const loopEnv = z.object({
     MODEL_CALL_TIMEOUT_MS,
     'longest one model call of a step or a summary may take, start to finish (titles have their own 60 s); past it the call fails as a retryable provider error (`ETIMEDOUT`)',
     { min: 1_000, max: 86_400_000 },
+  ),
+  LOOPLINE_MODEL_REPLY_MAX_CHARS: envInt(
+    MODEL_REPLY_MAX_CHARS,
+    "most characters one model reply of a step or a summary may stream (text, reasoning and tool-call arguments); past it the reply is cut and the turn ends with a terminal error (`REPLY_TOO_LARGE`): bounds a worker's memory and writes for an endpoint that never stops",
+    { min: 10_000, max: 100_000_000 },
   ),
   LOOPLINE_MAX_INTERRUPTED_STEPS: count(
     10,

@@ -33,9 +33,16 @@ export interface WorkerDeps {
    * when baseURL is set) from this key and base URL, plus `providers` (LOOPLINE_PROVIDERS). The
    * deployment's credentials are only ever sent to these. `callTimeoutMs`: the longest one model
    * call of a step or a summary may take, start to finish (LOOPLINE_MODEL_CALL_TIMEOUT_MS; absent →
-   * MODEL_CALL_TIMEOUT_MS).
+   * MODEL_CALL_TIMEOUT_MS). `replyMaxChars`: the most characters one reply of a step or a summary
+   * may stream (LOOPLINE_MODEL_REPLY_MAX_CHARS; absent → llm MODEL_REPLY_MAX_CHARS).
    */
-  llm: { apiKey?: string; baseURL?: string; providers?: Provider[]; callTimeoutMs?: number };
+  llm: {
+    apiKey?: string;
+    baseURL?: string;
+    providers?: Provider[];
+    callTimeoutMs?: number;
+    replyMaxChars?: number;
+  };
   /**
    * Gates for every outbound request a tenant influences (webhooks, attachments, tenant model
    * endpoints). Absent → gates that refuse every private address.

@@ -55,6 +55,7 @@ export function depsFromEnv(
       ...(env.OPENAI_BASE_URL ? { baseURL: env.OPENAI_BASE_URL } : {}),
       providers: [...providersFromEnv(env, process.env).values()],
       callTimeoutMs: env.LOOPLINE_MODEL_CALL_TIMEOUT_MS,
+      replyMaxChars: env.LOOPLINE_MODEL_REPLY_MAX_CHARS,
     },
     egress: workerEgress(policiesFromConfig(env), {
       webhookMaxBytes: env.LOOPLINE_WEBHOOK_MAX_BYTES,

@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { sleep } from '../../../packages/testkit/src/wait.ts';
 import type { WriterDeps } from '../src/session-writer.ts';
 import { SessionWriter } from '../src/session-writer.ts';
-import { StreamRecorder } from '../src/step/stream-recorder.ts';
+import { FLUSH_GROWTH_FROM, flushDue, StreamRecorder } from '../src/step/stream-recorder.ts';
 
 // The step's stream recorder and its event publishes, on the real Redis: with a linger, a stream
 // that ends before it publishes nothing of its own (its deltas go out with the step's next write:
@@ -79,5 +79,41 @@ describe('stream recorder', () => {
     expect(publish).toHaveBeenCalledTimes(1);
     await rec.endAll();
     expect(rec.takeHeld()).toEqual([]);
+  });
+});
+
+describe('stream recorder flushes', () => {
+  it('flushDue: every second while the reply is short, then only once it grew by a quarter', () => {
+    expect(flushDue(999, 10, 0)).toBe(false);
+    expect(flushDue(1_000, 10, 0)).toBe(true);
+    expect(flushDue(1_000, FLUSH_GROWTH_FROM, FLUSH_GROWTH_FROM - 1)).toBe(true);
+    expect(flushDue(60_000, 100_000 + 24_999, 100_000)).toBe(false);
+    expect(flushDue(1_000, 125_000, 100_000)).toBe(true);
+  });
+
+  it('a long reply dripped slowly is written about five times its length, not the square of it', async () => {
+    const { rec, writer } = recorder(0);
+    // Each flush rewrites the reply whole: count what the flushes would write.
+    let now = Date.now(); // the recorder's clock started at its construction
+    const clock = vi.spyOn(Date, 'now').mockImplementation(() => now);
+    let written = 0;
+    let streamed = 0;
+    const write = vi.spyOn(writer, 'write').mockImplementation(async () => {
+      written += streamed;
+    });
+    vi.spyOn(writer, 'publish').mockResolvedValue(undefined);
+    try {
+      await rec.start('t', 'text');
+      // 2 MB, 1,000 characters a second (a delta every second).
+      for (let i = 0; i < 2_000; i++) {
+        now += 1_000;
+        streamed += 1_000;
+        await rec.delta('t', 'x'.repeat(1_000));
+      }
+      expect(write.mock.calls.length).toBeGreaterThan(10);
+      expect(written).toBeLessThan(5 * streamed);
+    } finally {
+      clock.mockRestore();
+    }
   });
 });

@@ -23,7 +23,7 @@ export {
   serverFamily,
   tokenizerFamily,
 } from './models.ts';
-export { StepNormaliser } from './normalise.ts';
+export { MODEL_REPLY_MAX_CHARS, REPLY_TOO_LARGE, StepNormaliser } from './normalise.ts';
 export {
   type Model,
   type PromptMemo,

@@ -111,9 +111,25 @@ function forbidPrototypeKeys(value: unknown): void {
   for (const v of Object.values(rec)) forbidPrototypeKeys(v);
 }
 
+/**
+ * Most characters one reply may stream (text, reasoning and tool-call arguments together) unless the
+ * caller says otherwise: far above any model's output limit (a million characters is some 250,000
+ * tokens), and what bounds the worker's memory and writes for a reply of an endpoint that never
+ * stops (a tenant's own, or a broken one). Past it the reply ends with a terminal error.
+ */
+export const MODEL_REPLY_MAX_CHARS = 1_000_000;
+
+/** The code of the terminal error that ends a reply past its character budget. */
+export const REPLY_TOO_LARGE = 'REPLY_TOO_LARGE';
+
 /** Turns one call's provider stream parts into LlmEvents (file header). */
 export class StepNormaliser {
   ended = false;
+  /** Characters streamed so far (text, reasoning, tool-call arguments). */
+  streamed = 0;
+  private readonly maxChars: number;
+  /** Tool calls whose arguments came as deltas (counted there, not again at the call). */
+  private readonly deltaCalls = new Set<string>();
   private text = new Blocks('text');
   private reasoning = new Blocks('reasoning');
   responseId: string | undefined;
@@ -124,14 +140,31 @@ export class StepNormaliser {
 
   private readonly tools: ReadonlySet<string>;
   private readonly signal: AbortSignal | undefined;
-  /** `tools`: the names sent with the request; a call to any other is invalid. */
-  constructor(signal?: AbortSignal, tools: Iterable<string> = []) {
+  /**
+   * `tools`: the names sent with the request; a call to any other is invalid. `maxChars`: the
+   * reply's character budget (MODEL_REPLY_MAX_CHARS).
+   */
+  constructor(signal?: AbortSignal, tools: Iterable<string> = [], maxChars = MODEL_REPLY_MAX_CHARS) {
     this.signal = signal;
     this.tools = new Set(tools);
+    this.maxChars = maxChars;
   }
 
   push(part: StreamPart): LlmEvent[] {
     if (this.ended) return [];
+    if (this.overBudget(part)) {
+      this.ended = true;
+      return [
+        {
+          type: 'error',
+          error: {
+            kind: 'terminal',
+            code: REPLY_TOO_LARGE,
+            message: `the model's reply passed ${this.maxChars.toLocaleString('en-US')} characters and was cut there`,
+          },
+        },
+      ];
+    }
     switch (part.type) {
       case 'text-delta':
         return this.text.delta(part.id, part.delta);
@@ -157,6 +190,26 @@ export class StepNormaliser {
       default:
         return [];
     }
+  }
+
+  /** Counts what the part streams; true once the reply is past its budget. */
+  private overBudget(part: StreamPart): boolean {
+    switch (part.type) {
+      case 'text-delta':
+      case 'reasoning-delta':
+        this.streamed += part.delta.length;
+        break;
+      case 'tool-input-delta':
+        this.deltaCalls.add(part.id);
+        this.streamed += part.delta.length;
+        break;
+      case 'tool-call':
+        if (!this.deltaCalls.has(part.toolCallId)) this.streamed += part.input.length;
+        break;
+      default:
+        return false;
+    }
+    return this.streamed > this.maxChars;
   }
 
   private toolCall(callId: string, toolName: string, raw: string): LlmEvent {

@@ -37,6 +37,8 @@ export interface StepRequest {
   template?: { strictAlternation?: boolean; systemRole?: boolean };
   /** The previous call's provider messages (prompt.ts PromptMemo): only new messages are converted. */
   promptMemo?: { prompt?: PromptMemo };
+  /** Most characters the reply may stream (normalise.ts MODEL_REPLY_MAX_CHARS when absent). */
+  maxReplyChars?: number;
   /**
    * The whole call's time budget in ms. Past it the call ends with a retryable `ETIMEDOUT` error:
    * an endpoint that sends a byte now and then never trips an idle timeout, and would otherwise
@@ -62,6 +64,7 @@ export async function* streamStep(req: StepRequest): AsyncGenerator<LlmEvent, vo
   const normaliser = new StepNormaliser(
     caller,
     req.tools.map((t) => t.name),
+    req.maxReplyChars,
   );
   const span = startModelSpan(req.model, req);
   let failure: ClassifiedError | undefined;

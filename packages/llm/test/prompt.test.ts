@@ -17,9 +17,11 @@ import { describe, expect, it } from 'vitest';
 import {
   classifyError,
   type LlmEvent,
+  MODEL_REPLY_MAX_CHARS,
   normaliseStreamError,
   type PromptMemo,
   type PromptMessage,
+  REPLY_TOO_LARGE,
   StepNormaliser,
   type StreamPart,
   type ToolSpec,
@@ -317,5 +319,56 @@ describe('the errors of the `ai` package, without it', () => {
     expect(invalidToolInputMessage('lookup', cause)).toBe(
       new InvalidToolInputError({ toolName: 'lookup', toolInput: '{"city": "Ro', cause }).message,
     );
+  });
+});
+
+describe("a reply's character budget", () => {
+  const delta = (type: 'text-delta' | 'reasoning-delta', text: string): StreamPart => ({
+    type,
+    id: 'b1',
+    delta: text,
+  });
+
+  it('counts text, reasoning and tool arguments together and ends the reply past it, once', () => {
+    const n = new StepNormaliser(undefined, ['lookup'], 100);
+    expect(n.push(delta('text-delta', 'a'.repeat(40)))).toMatchObject([
+      { type: 'text-start' },
+      { type: 'text-delta' },
+    ]);
+    n.push(delta('reasoning-delta', 'r'.repeat(30)));
+    // Arguments streamed as deltas count there, not again with the call.
+    n.push({ type: 'tool-input-delta', id: 'c1', delta: '{"q":"' });
+    expect(
+      n.push({ type: 'tool-call', toolCallId: 'c1', toolName: 'lookup', input: '{"q":"x"}' }),
+    ).toMatchObject([{ type: 'tool-call' }]);
+    expect(n.streamed).toBe(76);
+    // Arguments that came whole count with the call.
+    expect(
+      n.push({ type: 'tool-call', toolCallId: 'c2', toolName: 'lookup', input: '{"q":"y"}' }),
+    ).toMatchObject([{ type: 'tool-call' }]);
+    expect(n.streamed).toBe(85);
+    expect(n.push(delta('text-delta', 'b'.repeat(15)))).toMatchObject([{ type: 'text-delta' }]);
+    const over = n.push(delta('text-delta', 'c'));
+    expect(over).toEqual([
+      {
+        type: 'error',
+        error: {
+          kind: 'terminal',
+          code: REPLY_TOO_LARGE,
+          message: "the model's reply passed 100 characters and was cut there",
+        },
+      },
+    ]);
+    expect(n.ended).toBe(true);
+    expect(n.push(delta('text-delta', 'd'))).toEqual([]);
+  });
+
+  it('is MODEL_REPLY_MAX_CHARS unless the caller says otherwise', () => {
+    const n = new StepNormaliser();
+    n.push(delta('text-delta', 'a'.repeat(MODEL_REPLY_MAX_CHARS)));
+    expect(n.ended).toBe(false);
+    expect(n.push(delta('text-delta', 'a'))).toMatchObject([
+      { type: 'error', error: { code: REPLY_TOO_LARGE } },
+    ]);
   });
 });

@@ -123,6 +123,7 @@ async function summarizeOnce(
     template: model.template,
     abortSignal: signal,
     timeoutMs: deps.llm.callTimeoutMs ?? MODEL_CALL_TIMEOUT_MS,
+    ...(deps.llm.replyMaxChars !== undefined ? { maxReplyChars: deps.llm.replyMaxChars } : {}),
   });
   // Reasoning and tool calls are not part of a summary: only text blocks are kept.
   for await (const ev of events) {

@@ -37,6 +37,8 @@ const INPUT_MAX_CHARS = 4_000;
 /** The first user message is among the first few messages of a log. */
 const FIRST_MESSAGES = 8;
 const TITLE_TIMEOUT_MS = 60_000;
+/** Most characters a title reply may stream (the title keeps 80). */
+const TITLE_MAX_REPLY_CHARS = 10_000;
 
 /**
  * Called when the loop exits: enqueues the session's one title job (no-op when titled, when off,
@@ -118,6 +120,8 @@ export async function processTitle(
     maxOutputTokens,
     template: caps,
     abortSignal: AbortSignal.timeout(TITLE_TIMEOUT_MS),
+    // A title is cut to 80 characters: a reply past this is an endpoint that does not stop.
+    maxReplyChars: TITLE_MAX_REPLY_CHARS,
   });
   let used = 0;
   for await (const ev of events) {

@@ -217,6 +217,7 @@ async function callAfterStart(
     template: agent.caps,
     abortSignal: input.signal,
     timeoutMs: deps.llm.callTimeoutMs ?? MODEL_CALL_TIMEOUT_MS,
+    ...(deps.llm.replyMaxChars !== undefined ? { maxReplyChars: deps.llm.replyMaxChars } : {}),
     ...(memo ? { promptMemo: memo } : {}),
   });
   let toolCalls = 0; // the reply's, for core's cap (toolCallsOverCap)

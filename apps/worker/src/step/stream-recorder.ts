@@ -13,13 +13,28 @@ import { insertPart, insertParts, type Trx, updatePart } from '@loopline/db';
 import type { SessionWriter } from '../session-writer.ts';
 
 // Turns the model stream into persisted parts. Deltas go to the event stream at once and to
-// PostgreSQL at most every FLUSH_MS, so a crash keeps a long stream's partial text. Eager mode (the
+// PostgreSQL at most every FLUSH_MS (and, once the reply is long, when it grew by a quarter:
+// flushDue), so a crash keeps a long stream's partial text. Eager mode (the
 // summary) writes and counts each part as it starts and ends; deferred mode (the step) writes only
 // the flush and leaves the rest to the caller's transaction (`persist`, `collect`): a death before
 // it leaves an unfinished message, closed as interrupted (docs/durability.md §5). Parts go in the
 // order they started (parts.seq is history order); deferred parts are counted in `settle`.
 
 const FLUSH_MS = 1_000;
+/**
+ * A flush rewrites the parts whole. Past this many streamed characters the next one also waits
+ * until the reply grew by a quarter since the last: a long reply streamed slowly (a tenant's own
+ * endpoint may drip for the call's whole time budget) would otherwise write the square of its
+ * length; this way a reply of n characters is written at most about 5n over its flushes, and below
+ * it at most this many characters a second.
+ */
+export const FLUSH_GROWTH_FROM = 16_384;
+
+/** Whether a flush is due: a second since the last, and enough new text once the reply is long. */
+export function flushDue(elapsedMs: number, streamed: number, flushed: number): boolean {
+  if (elapsedMs < FLUSH_MS) return false;
+  return flushed < FLUSH_GROWTH_FROM || streamed - flushed >= flushed / 4;
+}
 /**
  * How long the step's deltas wait before a publish: a shorter stream goes out with the step's
  * next write, one publish per step (docs/durability.md §9); a person does not see 20 ms.
@@ -55,6 +70,9 @@ export class StreamRecorder {
   /** Ids of the text and reasoning parts written, in order (a discarded summary attempt ignores them). */
   readonly written: string[] = [];
   private lastFlush = Date.now();
+  /** Characters streamed so far, and as many as there were at the last flush (flushDue). */
+  private streamed = 0;
+  private flushed = 0;
   /** Deferred mode: a part.updated of a block start, sent with the block's first delta. */
   private pendingEvents: SessionEvent[] = [];
   /** Committed events of the caller's start, held for the first publish or the next write (`takeHeld`). */
@@ -119,6 +137,7 @@ export class StreamRecorder {
     const part = entry.part as Streaming;
     entry.part = { ...part, text: part.text + text };
     entry.dirty = true;
+    this.streamed += text.length;
     const events = this.held.length > 0 ? [...this.held, ...this.pendingEvents] : this.pendingEvents;
     this.held = [];
     this.pendingEvents = [];
@@ -131,7 +150,7 @@ export class StreamRecorder {
     });
     this.outbox.push(...events);
     this.schedule();
-    if (Date.now() - this.lastFlush >= FLUSH_MS) await this.flush();
+    if (flushDue(Date.now() - this.lastFlush, this.streamed, this.flushed)) await this.flush();
   }
 
   /** Starts a publish of the outbox: now, or after the linger (none while one is in flight). */
@@ -325,6 +344,7 @@ export class StreamRecorder {
 
   private async flush(): Promise<void> {
     this.lastFlush = Date.now();
+    this.flushed = this.streamed;
     await this.drain();
     if (this.defer) {
       // Everything so far (in stream order, so a later insert cannot overtake an earlier part).
