@@ -15,6 +15,7 @@ import {
 } from '@loopline/core';
 import { tracingEnv } from '@loopline/telemetry';
 import { z } from 'zod';
+import { DEFAULT_MAX_RUNNING_CONVERSATIONS } from './lib/batches.ts';
 
 // The gateway's whole environment, parsed once by server.ts (a bad value stops the process with a
 // message naming the variable). Pieces are exported so a feature adds its variables with
@@ -80,6 +81,11 @@ export const gatewayLimitsEnv = z.object({
   ),
   LOOPLINE_RATE_LIMIT_WINDOW_MS: envMs(60_000, 'the rate-limit window', { min: 1, max: 86_400_000 }),
   LOOPLINE_BATCH_MAX_CONVERSATIONS: envInt(10_000, 'conversations per batch', { min: 1, max: 1_000_000 }),
+  LOOPLINE_BATCH_MAX_RUNNING_CONVERSATIONS: envInt(
+    DEFAULT_MAX_RUNNING_CONVERSATIONS,
+    "conversations a tenant's running batches hold together; past it `POST /v1/batches` is a 409 and writes nothing",
+    { min: 1, max: 100_000_000 },
+  ),
   LOOPLINE_APPEND_CONCURRENCY: envInt(
     4,
     'POST …/messages statements in flight at once per gateway; messages arriving while all are busy are written together in the next one',

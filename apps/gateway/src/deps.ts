@@ -57,8 +57,11 @@ export interface GatewayDeps {
    * 64; a batch of 1 writes every message on its own).
    */
   appendBatch?: { concurrency?: number; maxBatch?: number };
-  /** POST /v1/batches: most conversations per batch (default 10,000), body limit (default 32 MiB). */
-  batches?: { maxConversations?: number; bodyLimit?: number };
+  /**
+   * POST /v1/batches: most conversations per batch (default 10,000), in a tenant's running batches
+   * together (default 100,000), body limit (default 32 MiB).
+   */
+  batches?: { maxConversations?: number; maxRunningConversations?: number; bodyLimit?: number };
   /**
    * Door checks of what a tenant stores for later outbound requests (lib/egress.ts): the egress
    * policies the workers apply (LOOPLINE_{WEBHOOK,ATTACHMENT,MODEL}_ALLOW_*), the operator's model

@@ -70,7 +70,10 @@ export async function main(): Promise<void> {
       perMinute: env.LOOPLINE_RATE_LIMIT_PER_MINUTE,
       timeWindowMs: env.LOOPLINE_RATE_LIMIT_WINDOW_MS,
     },
-    batches: { maxConversations: env.LOOPLINE_BATCH_MAX_CONVERSATIONS },
+    batches: {
+      maxConversations: env.LOOPLINE_BATCH_MAX_CONVERSATIONS,
+      maxRunningConversations: env.LOOPLINE_BATCH_MAX_RUNNING_CONVERSATIONS,
+    },
     authCacheMs: env.LOOPLINE_AUTH_CACHE_MS,
     appendBatch: { concurrency: env.LOOPLINE_APPEND_CONCURRENCY, maxBatch: env.LOOPLINE_APPEND_BATCH_MAX },
     authThrottle: {

@@ -51,6 +51,7 @@ export {
 export { batchItemResult } from './repo/batch-results.ts';
 export {
   BATCH_CANCELLED_DETAIL,
+  BatchCapError,
   type BatchCounts,
   type BatchInfo,
   type BatchItemInfo,

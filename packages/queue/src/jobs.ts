@@ -115,7 +115,12 @@ export const WebhookJob = z.object({ tenantId: z.string(), deliveryId: z.string(
 export type WebhookJob = z.infer<typeof WebhookJob>;
 
 const retry = { attempts: 12, backoff: { type: 'exponential', delay: 250 } } as const;
-const keep = { removeOnComplete: { age: 86_400, count: 50_000 }, removeOnFail: { age: 7 * 86_400 } } as const;
+// Failed jobs are kept a week for inspection, but never more than 50,000 per queue: a tenant's
+// flood of failing work (a batch, webhooks to a dead endpoint) must not grow Redis without bound.
+const keep = {
+  removeOnComplete: { age: 86_400, count: 50_000 },
+  removeOnFail: { age: 7 * 86_400, count: 50_000 },
+} as const;
 
 export const JOBS = {
   step: { queue: 'loopline-step', schema: StepJob, options: { ...retry, ...keep } },

@@ -1,6 +1,7 @@
 import type { SessionEvent } from '@loopline/core';
 import {
   BATCH_CANCELLED_DETAIL,
+  BatchCapError,
   type BatchInfo,
   type BatchMessage,
   batchCounts,
@@ -38,6 +39,12 @@ import { iso, isValidName, resolveAgentConfig } from './sessions.ts';
 //   a step that was about to call the model finds the cancelled item and stops (worker admission).
 
 export const DEFAULT_MAX_CONVERSATIONS = 10_000;
+/**
+ * Most conversations a tenant's running batches hold together (LOOPLINE_BATCH_MAX_RUNNING_CONVERSATIONS):
+ * each is a session, a BullMQ job and an event stream, so without it one request after another
+ * would fill Redis (noeviction: then every tenant's writes fail) at the rate limit's pace.
+ */
+export const DEFAULT_MAX_RUNNING_CONVERSATIONS = 100_000;
 export const DEFAULT_BATCH_BODY_LIMIT = 32 * 1024 * 1024;
 
 export interface BatchInput {
@@ -109,14 +116,16 @@ export async function submitBatch(
   log: FastifyBaseLogger,
   tenantId: string,
   input: BatchInput,
-  maxConversations: number,
+  limits: { maxConversations: number; maxRunning: number },
 ): Promise<BatchView> {
+  const { maxConversations, maxRunning } = limits;
   if (input.conversations.length > maxConversations) throw tooMany(maxConversations);
   const agent = isValidName(input.agent) ? await getAgent(deps.db, tenantId, input.agent) : undefined;
   if (!agent) throw notFound('agent', input.agent);
   const config = resolveAgentConfig(agent.config, undefined);
   const { batch, items } = await createBatch(deps.db, {
     tenantId,
+    maxRunning,
     agentName: input.agent,
     agent: config,
     conversations: input.conversations.map((c) => ({
@@ -125,6 +134,14 @@ export async function submitBatch(
     })),
     ...(input.metadata ? { metadata: input.metadata } : {}),
     ...traceOf(),
+  }).catch((err: unknown) => {
+    if (!(err instanceof BatchCapError)) throw err;
+    throw new HttpError(
+      'conflict',
+      `A tenant's running batches hold at most ${err.max} conversations and ${err.running} are running: ` +
+        'wait for them to finish or cancel one',
+      { limit: err.max, running: err.running },
+    );
   });
   try {
     await addBatchFlow(deps.queues, { tenantId, batchId: batch.id, items });

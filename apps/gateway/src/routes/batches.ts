@@ -7,6 +7,7 @@ import {
   cancelBatchRun,
   DEFAULT_BATCH_BODY_LIMIT,
   DEFAULT_MAX_CONVERSATIONS,
+  DEFAULT_MAX_RUNNING_CONVERSATIONS,
   parseJsonl,
   resultLines,
   submitBatch,
@@ -28,6 +29,7 @@ const JSONL = 'application/x-ndjson';
 export const batchRoutes: FastifyPluginAsyncZod = async (app) => {
   const deps = app.deps;
   const maxConversations = deps.batches?.maxConversations ?? DEFAULT_MAX_CONVERSATIONS;
+  const maxRunning = deps.batches?.maxRunningConversations ?? DEFAULT_MAX_RUNNING_CONVERSATIONS;
   const bodyLimit = deps.batches?.bodyLimit ?? DEFAULT_BATCH_BODY_LIMIT;
 
   // JSONL in this scope only: every line is parsed and validated here (a bad line is a 400 with
@@ -70,13 +72,10 @@ export const batchRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const tenantId = tenantOf(request).id;
-      const view = await submitBatch(
-        deps,
-        request.log,
-        tenantId,
-        request.body as BatchInput,
+      const view = await submitBatch(deps, request.log, tenantId, request.body as BatchInput, {
         maxConversations,
-      );
+        maxRunning,
+      });
       return reply.status(201).send(view);
     },
   );

@@ -88,6 +88,23 @@ export interface CreateBatchInput {
   metadata?: Record<string, unknown>;
   /** The creating request's trace context (tracing on): a re-added flow continues it. */
   traceparent?: string;
+  /**
+   * Most conversations the tenant's running batches may hold with this one (absent: no cap). Past
+   * it nothing is written and BatchCapError says how many are running.
+   */
+  maxRunning?: number;
+}
+
+/** The tenant's running batches already hold too many conversations for this batch. */
+export class BatchCapError extends Error {
+  readonly running: number;
+  readonly max: number;
+  constructor(running: number, max: number) {
+    super(`the tenant's running batches hold ${running} conversations; at most ${max}`);
+    this.name = 'BatchCapError';
+    this.running = running;
+    this.max = max;
+  }
 }
 
 /** The batch, its sessions and its items, in one transaction. Items are in input order. */
@@ -96,6 +113,21 @@ export async function createBatch(
   input: CreateBatchInput,
 ): Promise<{ batch: BatchInfo; items: { index: number; sessionId: string }[] }> {
   return db.transaction().execute(async (trx) => {
+    if (input.maxRunning !== undefined) {
+      // One creation at a time per tenant (a transaction-scoped advisory lock), so two requests
+      // cannot both pass the count; other tenants do not wait. The count is a statement of its
+      // own: read committed takes its snapshot when a statement starts, so a count in the locking
+      // statement would not see the batch the lock waited for.
+      await sql`select pg_advisory_xact_lock(hashtextextended(${`batches:${input.tenantId}`}, 0))`.execute(
+        trx,
+      );
+      const { rows } = await sql<{ running: string }>`
+        select coalesce(sum(total), 0)::text as running from batches
+        where tenant_id = ${input.tenantId} and status = 'running'`.execute(trx);
+      const running = Number(rows[0]?.running ?? 0);
+      if (running + input.conversations.length > input.maxRunning)
+        throw new BatchCapError(running, input.maxRunning);
+    }
     const batch = await trx
       .insertInto('batches')
       .values({
