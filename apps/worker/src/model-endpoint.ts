@@ -43,10 +43,12 @@ export async function modelFor(
   }
   const { provider: name } = parseModelRef(modelRef);
   const provider = providersOf(deps).get(name);
-  if (!provider)
-    throw new LooplineError('ConfigError', `model "${modelRef}": this deployment has no provider "${name}"`);
-  if (provider.tenants && !provider.tenants.includes(ctx.tenantId))
-    throw new LooplineError('ConfigError', `model "${modelRef}": this tenant may not use provider "${name}"`);
+  // A missing provider and one kept for other tenants read the same (llm providerProblem).
+  if (!provider || (provider.tenants && !provider.tenants.includes(ctx.tenantId)))
+    throw new LooplineError(
+      'ConfigError',
+      `model "${modelRef}": provider "${name}" is not available to this tenant`,
+    );
   return createModel(modelRef, {
     apiKey: provider.apiKey,
     baseURL: provider.baseURL,

@@ -64,10 +64,10 @@ describe('modelFor', () => {
     const ctx = (tenantId: string) => ({ tenantId, agentName: 'a' });
     await expect(modelFor(deps, ctx('ten_x'), {}, 'nope/mock')).rejects.toMatchObject({
       name: 'ConfigError',
-      message: 'model "nope/mock": this deployment has no provider "nope"',
+      message: 'model "nope/mock": provider "nope" is not available to this tenant',
     });
     await expect(modelFor(deps, ctx('ten_x'), {}, 'private/mock')).rejects.toThrow(
-      'this tenant may not use provider "private"',
+      'provider "private" is not available to this tenant',
     );
     await expect(modelFor(deps, ctx('ten_allowed'), {}, 'private/mock')).resolves.toBeDefined();
   });

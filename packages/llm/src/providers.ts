@@ -104,19 +104,25 @@ export function providerNameOf(modelRef: string): string {
   return m[1]!;
 }
 
-/** Why `tenantId` may not use `modelRef`'s provider, or undefined when it may. */
+/**
+ * Why `tenantId` may not use `modelRef`'s provider, or undefined when it may. A provider the
+ * deployment lacks and one kept for other tenants get the same answer, naming only the providers
+ * this tenant may use: a dedicated provider's name is often a customer's.
+ */
 export function providerProblem(
   providers: Providers,
   modelRef: string,
   tenantId: string,
 ): string | undefined {
   const name = providerNameOf(modelRef);
+  const open = (p: Provider) => !p.tenants || p.tenants.includes(tenantId);
   const p = providers.get(name);
-  if (!p) {
-    const known = [...providers.keys()].sort().join(', ') || 'none';
-    return `model "${modelRef}" names provider "${name}", which this deployment does not configure (configured: ${known})`;
-  }
-  if (p.tenants && !p.tenants.includes(tenantId))
-    return `model "${modelRef}" names provider "${name}", which this tenant may not use`;
-  return undefined;
+  if (p && open(p)) return undefined;
+  const available =
+    [...providers.values()]
+      .filter(open)
+      .map((q) => q.name)
+      .sort()
+      .join(', ') || 'none';
+  return `model "${modelRef}" names provider "${name}", which is not available to this tenant (available: ${available})`;
 }
