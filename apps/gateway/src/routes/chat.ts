@@ -1,4 +1,3 @@
-import type { ServerResponse } from 'node:http';
 import type { UserPartInput } from '@loopline/db';
 import { getToolsByName, type SessionInfo } from '@loopline/db';
 import { lastEventId } from '@loopline/queue';
@@ -11,6 +10,7 @@ import { HttpError } from '../lib/http-error.ts';
 import { refuseOversizedInput } from '../lib/input-fit.ts';
 import { pendingToolCalls } from '../lib/pending.ts';
 import { loadSession } from '../lib/sessions.ts';
+import { writeStreamed } from '../lib/stream-write.ts';
 import type { SessionStreams } from '../lib/streams.ts';
 import { submitToolResults } from '../lib/tool-results.ts';
 import { createUIStreamTranslator } from '../lib/ui-stream.ts';
@@ -115,19 +115,6 @@ function toolResults(parts: UIPartLike[]): Array<{ callId: string; output?: stri
   return out;
 }
 
-function write(raw: ServerResponse, chunk: string): Promise<void> {
-  if (raw.write(chunk)) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      raw.off('drain', done);
-      raw.off('close', done);
-      resolve();
-    };
-    raw.on('drain', done);
-    raw.on('close', done);
-  });
-}
-
 /** The process's hub, caps and open streams, shared with the SSE events route. */
 export interface ChatRoutesOptions {
   streams: SessionStreams;
@@ -193,7 +180,7 @@ export const chatRoutes: FastifyPluginAsyncZod<ChatRoutesOptions> = async (app, 
     reply.hijack();
     raw.writeHead(200, UI_STREAM_HEADERS);
     const send = (chunks: object[]) =>
-      write(raw, chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join(''));
+      writeStreamed(raw, chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join(''));
     /** Resolves on a wake-up or after HEARTBEAT_MS; true when woken. */
     const wait = () =>
       new Promise<boolean>((resolve) => {
@@ -217,7 +204,7 @@ export const chatRoutes: FastifyPluginAsyncZod<ChatRoutesOptions> = async (app, 
         const events = await hub.read(session.id, last);
         if (closed) break;
         if (events.length === 0) {
-          if (!(await wait()) && !closed) await write(raw, ': heartbeat\n\n');
+          if (!(await wait()) && !closed) await writeStreamed(raw, ': heartbeat\n\n');
           continue;
         }
         const chunks: object[] = [];
@@ -232,7 +219,7 @@ export const chatRoutes: FastifyPluginAsyncZod<ChatRoutesOptions> = async (app, 
         }
         await send(chunks);
       }
-      if (done) await write(raw, 'data: [DONE]\n\n');
+      if (done) await writeStreamed(raw, 'data: [DONE]\n\n');
     } catch (err) {
       if (!closed) log.warn({ err }, 'chat stream failed');
     } finally {

@@ -1,9 +1,9 @@
-import type { ServerResponse } from 'node:http';
 import { SessionEvent } from '@loopline/core';
 import { lastEventId } from '@loopline/queue';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { HttpError } from '../lib/http-error.ts';
 import { loadSession } from '../lib/sessions.ts';
+import { writeStreamed } from '../lib/stream-write.ts';
 import type { SessionStreams } from '../lib/streams.ts';
 import { tenantOf } from '../plugins/auth.ts';
 import { EventsHeaders, EventsQuery } from '../schemas/events.ts';
@@ -33,20 +33,6 @@ export interface EventRoutesOptions {
   heartbeatMs?: number;
   /** The process's hub, caps and open streams, shared with the chat stream. */
   streams: SessionStreams;
-}
-
-function write(raw: ServerResponse, chunk: string): Promise<void> {
-  if (raw.destroyed) return Promise.resolve(); // gone: the loop sees `closed` next
-  if (raw.write(chunk)) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      raw.off('drain', done);
-      raw.off('close', done);
-      resolve();
-    };
-    raw.on('drain', done);
-    raw.on('close', done);
-  });
 }
 
 /** Waits for a wake-up or `ms`, whichever comes first; true when woken. */
@@ -188,13 +174,13 @@ export const eventRoutes: FastifyPluginAsyncZod<EventRoutesOptions> = async (app
               chunk += `id: ${id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
               cursor = id;
             }
-            await write(raw, chunk);
+            await writeStreamed(raw, chunk);
             continue; // a full page may have more behind it
           }
           // Nothing new: wait for the hub's wake-up; after heartbeatMs of silence, a heartbeat
           // (and the next read catches anything a lost wake-up would have announced).
           const woken = await signal.wait(heartbeatMs);
-          if (!woken && !closed) await write(raw, ': heartbeat\n\n');
+          if (!woken && !closed) await writeStreamed(raw, ': heartbeat\n\n');
         }
       } catch (err) {
         if (!closed) {
