@@ -397,7 +397,7 @@ describe('two gateways and two workers on one Redis and one PostgreSQL', () => {
       // (slots, slot waiters, token windows) under {tenant:id}, an API key's request counter under its id.
       const tagged = [
         /^[^{]*:\{ses_[^}]+\}:(lock|events|events:bytes)$/,
-        /^[^{]*:\{tenant:ten_[^}]+\}:(slots|slot-waiters|tokens:\d+)$/,
+        /^[^{]*:\{tenant:ten_[^}]+\}:(slots|slot-waiters|tokens:\d+|webhook:[^:]+:(failures|probe))$/,
         /^[^{]*:rl:\{key_[^}]+\}$/,
       ];
       expect(sessionKeys.filter((k) => !tagged.some((re) => re.test(k)))).toEqual([]);

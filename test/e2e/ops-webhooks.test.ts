@@ -265,6 +265,36 @@ describe('deliveries', () => {
     await client.call('DELETE', '/v1/webhooks/dead');
   }, 45_000);
 
+  it('an endpoint that keeps failing is no longer sent to after five failures in a row (its breaker)', async () => {
+    failFirst.set('/down', 1_000_000);
+    const tenant = await stack.tenant();
+    await subscribe('down', '/down', ['session.idle'], tenant);
+    stack.mock.setScenario({ rules: [] });
+    await tenant.agent('plain', {});
+    // Four events, each retried with backoff: eight failed attempts within about a second.
+    for (let i = 0; i < 4; i++) {
+      const id = await tenant.session('plain');
+      await tenant.send(id, `event ${i}`);
+      expect((await tenant.waitIdle(id)).status).toBe('idle');
+    }
+    const deliveries = await until(
+      'an attempt refused by the breaker',
+      async () => {
+        const res = await tenant.call('GET', '/v1/webhooks/down/deliveries');
+        const list = res.body.deliveries as any[];
+        return (
+          list.some((d) => /^not sent: the endpoint failed its last \d+ attempts/.test(d.lastError ?? '')) &&
+          list
+        );
+      },
+      30_000,
+    );
+    // Attempts recorded beyond the requests the endpoint received: those were never sent.
+    const attempts = deliveries.reduce((sum: number, d: any) => sum + d.attempts, 0);
+    expect(at('/down').length).toBeLessThan(attempts);
+    expect(deliveries.every((d: any) => d.status === 'pending')).toBe(true);
+  });
+
   it('session.waiting, compaction.completed and session.error; batch.completed', async () => {
     const secret = await subscribe('all', '/all', [
       'session.waiting',

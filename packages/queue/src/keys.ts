@@ -22,6 +22,10 @@ export interface KeySpace {
   tenantSlotWaiters(tenantId: string): string;
   /** Counter of the tenant's model tokens in token window number `window`. */
   tenantTokens(tenantId: string, window: number): string;
+  /** Consecutive failed attempts of a webhook subscription (its circuit breaker). */
+  webhookFailures(tenantId: string, name: string): string;
+  /** Held while an open breaker lets one attempt through to probe the endpoint. */
+  webhookProbe(tenantId: string, name: string): string;
 }
 
 /** The Redis key names of a namespace, each with its hash tag. */
@@ -39,5 +43,7 @@ export function keySpace(namespace = 'loopline'): KeySpace {
     tenantSlots: (tenantId) => `${namespace}:{tenant:${tenantId}}:slots`,
     tenantSlotWaiters: (tenantId) => `${namespace}:{tenant:${tenantId}}:slot-waiters`,
     tenantTokens: (tenantId, window) => `${namespace}:{tenant:${tenantId}}:tokens:${window}`,
+    webhookFailures: (tenantId, name) => `${namespace}:{tenant:${tenantId}}:webhook:${name}:failures`,
+    webhookProbe: (tenantId, name) => `${namespace}:{tenant:${tenantId}}:webhook:${name}:probe`,
   };
 }
