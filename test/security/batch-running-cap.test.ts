@@ -59,6 +59,17 @@ describe("a tenant's running batch conversations", () => {
     // A cancelled batch is not running any more.
     expect((await a.call('POST', `/v1/batches/${first.body.id}/cancel`)).status).toBe(200);
     expect((await batch(a, 3)).status).toBe(201);
+    // Its conversations never posted a message: their result lines need no read of their logs.
+    const res = await fetch(`${stack.url}/v1/batches/${first.body.id}/results`, {
+      headers: { authorization: `Bearer ${a.apiKey}` },
+    });
+    const lines = (await res.text())
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(lines.map((l) => [l.status, l.output, l.modelCalls, l.usage])).toEqual(
+      Array.from({ length: 3 }, () => ['cancelled', null, 0, null]),
+    );
   });
 
   it('two requests at once cannot both pass it', async () => {

@@ -187,10 +187,12 @@ export async function* resultLines(deps: AppDeps, batch: BatchInfo): AsyncGenera
     const page = await listBatchItems(deps.db, batch.tenantId, batch.id, { afterIndex: after, limit: PAGE });
     for (const item of page) {
       // A cancelled conversation has no stored result, but may have run (and spent tokens) before
-      // the cancel: read what it did from its log, as a finished item's result was.
+      // the cancel: read what it did from its log, as a finished item's result was. One that never
+      // posted a message never ran: no reads (a cancelled batch of 10,000 would cost 30,000
+      // queries per GET).
+      const ran = item.state === 'cancelled' && item.sent > 0;
       const result =
-        item.result ??
-        (item.state === 'cancelled' ? await batchItemResult(deps.db, batch.tenantId, item.sessionId) : null);
+        item.result ?? (ran ? await batchItemResult(deps.db, batch.tenantId, item.sessionId) : null);
       const line = {
         index: item.index,
         sessionId: item.sessionId,
