@@ -78,7 +78,9 @@ export const sessionListRoutes: FastifyPluginAsyncZod = async (app) => {
           'Sessions of the tenant, newest first. Filters combine (AND): status (comma-separated), agent, ' +
           'metadata (a JSON object the session metadata must contain, e.g. {"userId":"u-42"}), parent (child ' +
           'sessions of a session), createdAfter/createdBefore. Pages hold `limit` sessions; pass nextCursor ' +
-          'as ?cursor= with the same filters for the next page (null on the last one).',
+          'as ?cursor= with the same filters for the next page (null on the last one). With a status, agent ' +
+          'or metadata filter a page reads at most 5,000 sessions, so it may hold fewer than `limit` (even ' +
+          'none) and still have a nextCursor: follow it until it is null.',
         querystring: ListSessionsQuery,
         response: withErrors({ 200: SessionList }),
       },
