@@ -383,7 +383,7 @@ export interface paths {
         };
         /**
          * Context gauge, compaction suggestion, boundary and compaction records
-         * @description used is the estimate of the next prompt (provider tokens, anchored on the last provider report); trigger is where the loop compacts before calling the model, background where an idle session is compacted in the background. pruneWouldFree is what the prune job would clear now; suggestion.estimatedSavings adds what a summary compaction would remove (the summarised head minus an expected summary of min(2,000, head / 10) tokens). compactions lists every run, oldest first; those whose compaction message a revert hid are marked reverted.
+         * @description used is the estimate of the next prompt (provider tokens, anchored on the last provider report); trigger is where the loop compacts before calling the model, background where an idle session is compacted in the background. pruneWouldFree is what the prune job would clear now; suggestion.estimatedSavings adds what a summary compaction would remove (the summarised head minus an expected summary of min(2,000, head / 10) tokens). compactions lists the runs (the newest 1,000), oldest first; those whose compaction message a revert hid are marked reverted. estimates: the newest 1,000 model steps' estimates beside what the provider reported.
          */
         get: operations["getContext"];
         put?: never;

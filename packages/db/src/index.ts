@@ -71,6 +71,7 @@ export {
 } from './repo/batches.ts';
 export {
   closeInterruptedRuns,
+  compactionSummaryOf,
   type FinishCompactionInput,
   finishCompaction,
   latestCompletedCompaction,

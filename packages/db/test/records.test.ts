@@ -4,6 +4,7 @@ import { pgTest as test } from '../../testkit/src/fixtures.ts';
 import { makeSessionWithTenant } from '../../testkit/src/index.ts';
 import {
   appendUserMessage,
+  compactionSummaryOf,
   countLines,
   findIdempotentResponse,
   finishCompaction,
@@ -117,6 +118,10 @@ describe('step ledger', () => {
     expect(steps[0]).toMatchObject({ usage, requestId: 'req_1', messageId: 'msg_a', fence: 3, kind: 'step' });
     expect(steps[0]?.durationMs).toBeGreaterThanOrEqual(0);
     expect(steps[1]).toMatchObject({ finishedAt: null, durationMs: null, usage: null });
+    // The newest only, in the same order.
+    expect((await listSteps(pg.db, tenant.id, session.id, { newest: 1 })).map((s) => s.id)).toEqual([
+      'stp_2_a1',
+    ]);
   });
 });
 
@@ -186,6 +191,20 @@ describe('compactions', () => {
       ['cmp_a1', 'failed', 1],
       ['cmp_a2', 'completed', 2],
     ]);
+    expect((await listCompactions(pg.db, tenant.id, session.id, { newest: 1 })).map((r) => r.id)).toEqual([
+      'cmp_a2',
+    ]);
+    // What the session view says, counted by PostgreSQL; a reverted compaction point takes its runs out.
+    const summary = await compactionSummaryOf(pg.db, tenant.id, session.id);
+    expect(summary).toMatchObject({ completed: 1, last: { id: 'cmp_a2', status: 'completed' } });
+    expect(summary.lastAt).toBeInstanceOf(Date);
+    await pg.db.updateTable('messages').set({ reverted: true }).where('id', '=', point.info.id).execute();
+    expect(await compactionSummaryOf(pg.db, tenant.id, session.id)).toEqual({
+      completed: 0,
+      lastAt: null,
+      last: null,
+    });
+    await pg.db.updateTable('messages').set({ reverted: false }).where('id', '=', point.info.id).execute();
     expect(runs[0]?.error?.name).toBe('StepInterruptedError');
     expect(runs[1]).toMatchObject({
       reason: 'auto',

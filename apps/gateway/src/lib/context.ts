@@ -13,6 +13,7 @@ import {
 } from '@loopline/core';
 import {
   type CompactionInfo,
+  compactionSummaryOf,
   listCompactions,
   listSteps,
   revertedMessageIds,
@@ -45,17 +46,27 @@ export interface SessionContextState {
   estimates: StepEstimateView[];
 }
 
+/**
+ * Most compaction records and step estimates GET …/context shows (the newest): both grow with every
+ * request to compact or message a session, and a read must not grow with them.
+ */
+export const CONTEXT_RECORDS_MAX = 1_000;
+
 /** The context-management state of a session as GET …/context shows it. */
 export async function contextState(
   deps: AppDeps,
   session: SessionInfo,
-  /** Also read the step ledger's estimates (GET …/context); the session view does without. */
-  opts: { estimates?: boolean } = {},
+  /**
+   * estimates: also read the step ledger's estimates (GET …/context). records: false leaves the
+   * compaction records out (the session view counts them in PostgreSQL: compactionSummaryOf).
+   */
+  opts: { estimates?: boolean; records?: boolean } = {},
 ): Promise<SessionContextState> {
+  const newest = CONTEXT_RECORDS_MAX;
   const [input, records, steps] = await Promise.all([
     modelInput(deps, session),
-    compactionRecords(deps, session),
-    opts.estimates ? listSteps(deps.db, session.tenantId, session.id) : Promise.resolve([]),
+    opts.records === false ? Promise.resolve([]) : compactionRecords(deps, session, newest),
+    opts.estimates ? listSteps(deps.db, session.tenantId, session.id, { newest }) : Promise.resolve([]),
   ]);
   const agent = session.agent;
   const limits = agentLimits(agent);
@@ -112,9 +123,16 @@ function estimateView(s: StepInfo): StepEstimateView {
   };
 }
 
-/** The session's compaction runs, oldest first, each marked `reverted` when its compaction message is. */
-export async function compactionRecords(deps: AppDeps, session: SessionInfo): Promise<CompactionRecord[]> {
-  const rows = await listCompactions(deps.db, session.tenantId, session.id);
+/**
+ * The session's compaction runs (the `newest` of them), oldest first, each marked `reverted` when
+ * its compaction message is.
+ */
+async function compactionRecords(
+  deps: AppDeps,
+  session: SessionInfo,
+  newest: number,
+): Promise<CompactionRecord[]> {
+  const rows = await listCompactions(deps.db, session.tenantId, session.id, { newest });
   const reverted = await revertedMessageIds(
     deps.db,
     session.tenantId,
@@ -149,16 +167,14 @@ function toRecord(r: CompactionInfo, reverted: boolean): CompactionRecord {
 /**
  * count: completed compactions still in the history (a revert before a compaction point takes it
  * out); lastAt: when the newest of them finished; last: the newest run still in the history, of
- * any status (a running or failed one shows here).
+ * any status (a running or failed one shows here). Counted by PostgreSQL (db compactionSummaryOf).
  */
-export function compactionSummary(records: readonly CompactionRecord[]): CompactionSummary {
-  const live = records.filter((r) => !r.reverted);
-  const completed = live.filter((r) => r.status === 'completed');
-  const newest = completed.at(-1);
+export async function compactionSummary(deps: AppDeps, session: SessionInfo): Promise<CompactionSummary> {
+  const { completed, lastAt, last } = await compactionSummaryOf(deps.db, session.tenantId, session.id);
   return {
-    count: completed.length,
-    lastAt: newest ? (newest.finishedAt ?? newest.startedAt) : null,
-    last: live.at(-1) ?? null,
+    count: completed,
+    lastAt: lastAt ? iso(lastAt) : null,
+    last: last ? toRecord(last, false) : null,
   };
 }
 

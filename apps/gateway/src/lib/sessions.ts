@@ -74,7 +74,10 @@ const iso = (d: Date | string): string => (d instanceof Date ? d.toISOString() :
 
 /** The session as the API shows it: status, gauge (core's contextGauge) and compaction summary. */
 export async function sessionView(deps: AppDeps, session: SessionInfo): Promise<SessionView> {
-  const { gauge, compactions } = await contextState(deps, session);
+  const [{ gauge }, compaction] = await Promise.all([
+    contextState(deps, session, { records: false }),
+    compactionSummary(deps, session),
+  ]);
   return {
     id: session.id,
     agent: session.agentName,
@@ -84,7 +87,7 @@ export async function sessionView(deps: AppDeps, session: SessionInfo): Promise<
     title: session.title,
     stepCount: session.stepCount,
     parentSessionId: session.parentSessionId,
-    compaction: compactionSummary(compactions),
+    compaction,
     tokens: { used: gauge.used, usable: gauge.usable, trigger: gauge.trigger, background: gauge.background },
     metadata: session.metadata,
     pendingToolCalls: await pendingToolCalls(deps, session),

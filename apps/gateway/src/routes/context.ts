@@ -26,8 +26,9 @@ export const contextRoutes: FastifyPluginAsyncZod = async (app) => {
           'trigger is where the loop compacts before calling the model, background where an idle session is ' +
           'compacted in the background. pruneWouldFree is what the prune job would clear now; ' +
           'suggestion.estimatedSavings adds what a summary compaction would remove (the summarised head minus ' +
-          'an expected summary of min(2,000, head / 10) tokens). compactions lists every run, oldest first; ' +
-          'those whose compaction message a revert hid are marked reverted.',
+          'an expected summary of min(2,000, head / 10) tokens). compactions lists the runs (the newest 1,000), ' +
+          'oldest first; those whose compaction message a revert hid are marked reverted. estimates: the ' +
+          "newest 1,000 model steps' estimates beside what the provider reported.",
         params: IdParam,
         response: withErrors({ 200: ContextView }),
       },

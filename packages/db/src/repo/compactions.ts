@@ -118,21 +118,60 @@ export async function finishCompaction(
   return result.numUpdatedRows > 0n;
 }
 
-/** Oldest first. */
+/** Oldest first; with `newest`, only that many of the newest (still oldest first). */
 export async function listCompactions(
   db: Db,
   tenantId: string,
   sessionId: string,
+  opts: { newest?: number } = {},
 ): Promise<CompactionInfo[]> {
-  const rows = await db
+  let query = db
     .selectFrom('compactions')
     .selectAll()
     .where('session_id', '=', sessionId)
-    .where('tenant_id', '=', tenantId)
-    .orderBy('started_at')
-    .orderBy('id')
-    .execute();
-  return rows.map(toCompaction);
+    .where('tenant_id', '=', tenantId);
+  if (opts.newest === undefined) {
+    const rows = await query.orderBy('started_at').orderBy('id').execute();
+    return rows.map(toCompaction);
+  }
+  query = query.orderBy('started_at', 'desc').orderBy('id', 'desc').limit(opts.newest);
+  return (await query.execute()).map(toCompaction).reverse();
+}
+
+/**
+ * What a session view says of its compactions, counted by PostgreSQL: the completed ones whose
+ * compaction message is not reverted, when the newest of them ended, and the newest run whose
+ * message is not reverted. A session's compaction rows grow with every request to compact it, so
+ * the view never reads them all.
+ */
+export async function compactionSummaryOf(
+  db: Db,
+  tenantId: string,
+  sessionId: string,
+): Promise<{ completed: number; lastAt: Date | null; last: CompactionInfo | null }> {
+  const { rows } = await sql<{ completed: number; last_at: Date | null; last_id: string | null }>`
+    select count(*) filter (where c.status = 'completed')::int as completed,
+      (array_agg(coalesce(c.finished_at, c.started_at) order by c.started_at desc, c.id desc)
+        filter (where c.status = 'completed'))[1] as last_at,
+      (array_agg(c.id order by c.started_at desc, c.id desc))[1] as last_id
+    from compactions c
+    join messages m on m.id = c.message_id and m.tenant_id = c.tenant_id
+    where c.session_id = ${sessionId} and c.tenant_id = ${tenantId} and not m.reverted`.execute(db);
+  const row = rows[0];
+  const lastId = row?.last_id ?? null;
+  const last = lastId
+    ? await db
+        .selectFrom('compactions')
+        .selectAll()
+        .where('id', '=', lastId)
+        .where('tenant_id', '=', tenantId)
+        .executeTakeFirst()
+    : undefined;
+  return {
+    completed: row?.completed ?? 0,
+    lastAt: row?.last_at ? new Date(row.last_at) : null,
+    last: last ? toCompaction(last) : null,
+  };
 }
 
 /**

@@ -75,16 +75,25 @@ export async function finishStep(
   if (result.numUpdatedRows === 0n) throw new NotFoundError('step', id);
 }
 
-/** Ordered by step, then by start. */
-export async function listSteps(db: Db, tenantId: string, sessionId: string): Promise<StepInfo[]> {
-  const rows = await db
+/** Ordered by step, then by start; with `newest`, only that many of the newest (in the same order). */
+export async function listSteps(
+  db: Db,
+  tenantId: string,
+  sessionId: string,
+  opts: { newest?: number } = {},
+): Promise<StepInfo[]> {
+  const query = db
     .selectFrom('steps')
     .selectAll()
     .where('session_id', '=', sessionId)
-    .where('tenant_id', '=', tenantId)
-    .orderBy('step')
-    .orderBy('started_at')
-    .orderBy('id')
+    .where('tenant_id', '=', tenantId);
+  if (opts.newest === undefined)
+    return (await query.orderBy('step').orderBy('started_at').orderBy('id').execute()).map(toStep);
+  const rows = await query
+    .orderBy('step', 'desc')
+    .orderBy('started_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(opts.newest)
     .execute();
-  return rows.map(toStep);
+  return rows.map(toStep).reverse();
 }
