@@ -5,6 +5,7 @@ export {
   ClassifiedError,
   classifyError,
   type ErrorKind,
+  isNetworkCode,
   normaliseStreamError,
   retryAfterMs,
 } from './errors.ts';

@@ -2,7 +2,7 @@ import { REDACTED } from '@loopline/core';
 import { type ClassifiedError, isNetworkCode } from './errors.ts';
 
 // What a tenant reads of a provider failure. A tenant's own endpoint's words are its own and pass
-// as they are. An operator provider's are the deployment's: its internal address and port (a
+// as they are (a transport failure excepted: its code only, as below). An operator provider's are the deployment's: its internal address and port (a
 // refused connection says `connect ECONNREFUSED 10.0.3.7:8000`), its account (a 401 quotes a hint
 // of the key, `sk-proj-…wxyz`) and URLs of its network must not reach a tenant. So the tenant
 // reads, for an operator provider: a transport failure as "could not be reached" with its code
@@ -18,9 +18,13 @@ const KEY_RE = /\b(?:sk|pk|rk|ak|key|api[-_]?key)[-_][\w*.…-]{4,}|\bBearer\s+\
 
 /** The provider failure as a tenant may read it (file header); `own`: the tenant's own endpoint. */
 export function tenantFacingMessage(error: ClassifiedError, endpoint: 'operator' | 'own'): string {
-  if (endpoint === 'own') return error.message;
+  // A transport failure is Node's words, not the endpoint's: they name the address connected to,
+  // which for a tenant's own endpoint on a host the operator opened is an internal one.
   if (error.status === undefined && isNetworkCode(error.code))
-    return `the model provider could not be reached (${error.code})`;
+    return endpoint === 'own'
+      ? `the model endpoint could not be reached (${error.code})`
+      : `the model provider could not be reached (${error.code})`;
+  if (endpoint === 'own') return error.message;
   if (error.status === 401 || error.status === 403)
     return `the model provider refused this deployment's credentials (HTTP ${error.status}); the operator must check them`;
   return error.message

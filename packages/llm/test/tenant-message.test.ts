@@ -14,7 +14,8 @@ describe('tenantFacingMessage', () => {
     expect(tenantFacingMessage(err, 'operator')).toBe(
       'the model provider could not be reached (ECONNREFUSED)',
     );
-    expect(tenantFacingMessage(err, 'own')).toBe(err.message);
+    // A tenant's own endpoint too: the address is Node's words, possibly an internal one.
+    expect(tenantFacingMessage(err, 'own')).toBe('the model endpoint could not be reached (ECONNREFUSED)');
     // A provider's own code without a status (an in-stream error) is not a transport failure.
     const inStream = {
       kind: 'retryable' as const,

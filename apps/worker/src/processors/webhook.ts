@@ -2,7 +2,7 @@ import { getWebhookDelivery, getWebhookSubscription, recordWebhookAttempt } from
 import type { WebhookJob } from '@loopline/queue';
 import type { Job } from 'bullmq';
 import type { Log, Metered, Store, WorkerDeps } from '../deps.ts';
-import { describeToolError } from '../tools/run-tools.ts';
+import { describeToolError, transportDetail } from '../tools/run-tools.ts';
 import { breakerRefusal, recordBreaker } from '../webhooks/breaker.ts';
 import { openWebhookSecret, postEvent, signedHeaders } from '../webhooks/send.ts';
 
@@ -39,10 +39,10 @@ export async function processWebhook(
   const started = performance.now();
   // An open breaker refuses without a request (webhooks/breaker.ts); an attempt sent counts for it.
   const refused = await breakerRefusal(deps, tenantId, sub.name);
-  const { status, failure } =
+  const { status, failure, detail } =
     refused === undefined
       ? await attemptDelivery(deps, tenantId, sub, delivery)
-      : { status: null, failure: refused };
+      : { status: null, failure: refused, detail: undefined };
   if (refused === undefined) await recordBreaker(deps, tenantId, sub.name, failure === undefined);
   const durationMs = Math.round(performance.now() - started);
   const fields = { webhook: sub.name, eventType: delivery.eventType, eventId: delivery.eventId, durationMs };
@@ -63,7 +63,8 @@ export async function processWebhook(
   });
   deps.metrics?.webhookDelivery(last ? 'failed' : 'retried');
   log.warn(
-    { ...fields, status, reason: failure, final: last },
+    // detail: a transport failure's own words (the address connected to), for the operator only.
+    { ...fields, status, reason: failure, ...(detail ? { detail } : {}), final: last },
     last ? 'webhook delivery failed' : 'webhook delivery failed; retrying',
   );
   throw new Error(failure);
@@ -75,7 +76,7 @@ async function attemptDelivery(
   tenantId: string,
   sub: { name: string; url: string; sealedSecret: string },
   delivery: { eventId: string; payload: unknown },
-): Promise<{ status: number | null; failure: string | undefined }> {
+): Promise<{ status: number | null; failure: string | undefined; detail?: string }> {
   let status: number | null = null;
   try {
     const body = JSON.stringify(delivery.payload);
@@ -91,6 +92,7 @@ async function attemptDelivery(
       failure: status < 200 || status > 299 ? `the endpoint answered HTTP ${status}` : undefined,
     };
   } catch (err) {
-    return { status, failure: describeToolError(err) };
+    const detail = transportDetail(err);
+    return { status, failure: describeToolError(err), ...(detail ? { detail } : {}) };
   }
 }

@@ -12,6 +12,7 @@ import {
 } from '@loopline/core';
 import { saveToolOutput, type Trx, updatePart } from '@loopline/db';
 import { findEgressRefusal } from '@loopline/egress';
+import { isNetworkCode } from '@loopline/llm';
 import { sessionAttributes, withSpan } from '@loopline/telemetry';
 import { SpanStatusCode } from '@opentelemetry/api';
 import type { Logger } from 'pino';
@@ -127,7 +128,8 @@ async function runOne(
 
   let result: ToolResult | undefined;
   let failure: string | undefined;
-  // What an egress refusal tells the operator only (e.g. the private address a name resolved to).
+  // What only the operator reads: an egress refusal's detail (e.g. the private address a name
+  // resolved to), a transport failure's own words (the address connected to).
   let egressDetail: string | undefined;
   // A span per execution (tracing on): the tool, its call id, the outcome; never its input or output.
   await withSpan(
@@ -157,7 +159,7 @@ async function runOne(
       } catch (err) {
         if (signal.aborted) throw err; // lease lost or aborted: the next runner marks it interrupted
         failure = storableText(describeToolError(err));
-        egressDetail = findEgressRefusal(err)?.detail;
+        egressDetail = findEgressRefusal(err)?.detail ?? transportDetail(err);
         span.setStatus({ code: SpanStatusCode.ERROR, message: failure });
       }
     },
@@ -229,24 +231,40 @@ async function runOne(
 }
 
 /**
- * A tool failure's reason, with the network cause that fetch hides behind "fetch failed"
- * (`ENOTFOUND tools.example.com`, `ECONNREFUSED 127.0.0.1:4020`): the model and the operator see it.
+ * A tool failure's reason as the model and the tenant read it. A transport failure says its code
+ * and the host the tenant configured (`fetch failed (ENOTFOUND tools.example.com)`), never the
+ * address connected to: Node's and undici's own words carry it (`connect ECONNREFUSED
+ * 10.20.3.7:1`, `attempted addresses: …`), and for a host the operator opened that is an internal
+ * address a tenant could map the network with. The worker's log has it (transportDetail).
  */
 export function describeToolError(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
+  const net = networkFailureOf(err);
+  if (net) {
+    const what = err.message === 'fetch failed' ? 'fetch failed' : 'the request failed';
+    return `${what} (${[net.code, net.hostname].filter(Boolean).join(' ')})`;
+  }
   const cause = err.cause as Record<string, unknown> | undefined;
   if (!cause || typeof cause !== 'object') return err.message;
   const code = typeof cause.code === 'string' ? cause.code : undefined;
-  const where =
-    typeof cause.hostname === 'string'
-      ? cause.hostname
-      : typeof cause.address === 'string'
-        ? `${cause.address}${typeof cause.port === 'number' ? `:${cause.port}` : ''}`
-        : undefined;
-  const detail = code
-    ? [code, where].filter(Boolean).join(' ')
-    : typeof cause.message === 'string'
-      ? cause.message
-      : '';
+  const detail = code ?? (typeof cause.message === 'string' ? cause.message : '');
   return detail ? `${err.message} (${detail})` : err.message;
+}
+
+/** A transport failure's own words, for the worker's log only (describeToolError). */
+export function transportDetail(err: unknown): string | undefined {
+  if (!(err instanceof Error) || !networkFailureOf(err)) return undefined;
+  const cause = err.cause instanceof Error ? err.cause : undefined;
+  return cause ? `${err.message}: ${cause.message}` : err.message;
+}
+
+/** The network code (and the configured host name) of an error or its cause, if it is a transport failure. */
+function networkFailureOf(err: Error): { code: string; hostname?: string } | undefined {
+  for (const e of [err, err.cause]) {
+    if (!e || typeof e !== 'object') continue;
+    const { code, hostname } = e as { code?: unknown; hostname?: unknown };
+    if (typeof code === 'string' && isNetworkCode(code))
+      return { code, ...(typeof hostname === 'string' ? { hostname } : {}) };
+  }
+  return undefined;
 }
