@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rowCounts } from '../../apps/gateway/test/helpers.ts';
 import { type Client, type Stack, startStack } from '../support/stack.ts';
 
 // A tenant's running batches hold at most LOOPLINE_BATCH_MAX_RUNNING_CONVERSATIONS conversations
@@ -26,34 +27,17 @@ const batch = (as: Client, n: number) =>
     conversations: Array.from({ length: n }, (_, i) => ({ messages: [`q${i}`] })),
   });
 
-async function rows() {
-  const count = async (table: 'batches' | 'batch_items' | 'sessions') =>
-    Number(
-      (
-        await stack.deps.db
-          .selectFrom(table)
-          .select((eb) => eb.fn.countAll<string>().as('n'))
-          .executeTakeFirstOrThrow()
-      ).n,
-    );
-  return {
-    batches: await count('batches'),
-    items: await count('batch_items'),
-    sessions: await count('sessions'),
-  };
-}
-
 describe("a tenant's running batch conversations", () => {
   it('are capped per tenant; past the cap a 409 writes nothing; a cancel gives the room back', async () => {
     const first = await batch(a, 3);
     expect(first.status).toBe(201);
-    const before = await rows();
+    const before = await rowCounts(stack.deps.db);
     const refused = await batch(a, 3);
     expect(refused.status).toBe(409);
     expect(refused.body.error.code).toBe('conflict');
     expect(refused.body.error.message).toContain('at most 5 conversations and 3 are running');
     expect(refused.body.error.details).toEqual({ limit: 5, running: 3 });
-    expect(await rows()).toEqual(before);
+    expect(await rowCounts(stack.deps.db)).toEqual(before);
     // Another tenant has its own room.
     expect((await batch(b, 5)).status).toBe(201);
     // A cancelled batch is not running any more.

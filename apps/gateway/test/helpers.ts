@@ -121,6 +121,8 @@ const TABLES = [
   'messages',
   'parts',
   'idempotency_keys',
+  'batches',
+  'batch_items',
 ] as const;
 export type RowCounts = Record<(typeof TABLES)[number], number>;
 
