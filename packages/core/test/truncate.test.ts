@@ -1,6 +1,12 @@
 import { setFlagsFromString } from 'node:v8';
 import { describe, expect, it } from 'vitest';
-import { compilePattern, linearRegexAvailable, readOutputSlice } from '../src/session/read-output.ts';
+import {
+  compilePattern,
+  linearRegexAvailable,
+  READ_PATTERN_MAX_CHARS,
+  READ_REGEX_LINE_WORK,
+  readOutputSlice,
+} from '../src/session/read-output.ts';
 import { estimateTokenizer } from '../src/session/tokens.ts';
 import { ingestCap, truncateToolOutput, utf8Length } from '../src/session/truncate.ts';
 
@@ -135,6 +141,31 @@ describe('readOutputSlice', () => {
       pattern: '(a|a)*b',
     });
     expect(out).toBe('(No lines match "(a|a)*b" after line 0.)');
+  });
+
+  it("bounds a search's work: long patterns literal, lines cut by the pattern's length, a stop", () => {
+    // A pattern past READ_PATTERN_MAX_CHARS is text to find, not a regex (the linear engine's cost
+    // per character grows with the pattern).
+    const long = `(?:a|aa|aaa){0,16}${'x'.repeat(READ_PATTERN_MAX_CHARS)}`;
+    expect(compilePattern(long)(`zz${long}zz`)).toBe(true);
+    expect(compilePattern(long)('a'.repeat(300))).toBe(false);
+    // A 100-character pattern tests the first READ_REGEX_LINE_WORK / 100 characters of a line.
+    const cut = READ_REGEX_LINE_WORK / 100;
+    const pattern = `needle${'.?'.repeat(47)}`;
+    expect(pattern).toHaveLength(100);
+    expect(compilePattern(pattern)(`${'-'.repeat(cut - 200)}needle`)).toBe(true);
+    expect(compilePattern(pattern)(`${'-'.repeat(cut + 10)}needle`)).toBe(false);
+    // The caller's stop ends the search where it is, saying where to go on.
+    const text = Array.from({ length: 10 }, (_, i) => `row ${i} hit`).join('\n');
+    let asked = 0;
+    const out = readOutputSlice(text, { pattern: 'hit', offset: 2, stop: () => ++asked > 3 });
+    expect(out).toBe(
+      ' 3| row 2 hit\n 4| row 3 hit\n 5| row 4 hit\n\n' +
+        '(The search stopped after line 5 (its time budget): 3 matching lines so far, showing 3. Use offset=5 to search on.)',
+    );
+    expect(readOutputSlice(text, { pattern: 'hit', stop: () => true })).toBe(
+      '(The search stopped after line 0 (its time budget): 0 matching lines so far, showing 0. Use offset=0 to search on.)',
+    );
   });
 
   it('searches literally where the linear engine is not enabled', () => {

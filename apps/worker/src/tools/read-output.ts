@@ -15,6 +15,9 @@ setFlagsFromString('--enable-experimental-regexp-engine');
 /** The definition lives in core, so the gateway's request overhead counts the same tool. */
 export { READ_OUTPUT_TOOL };
 
+/** How long one read_output search may run before it stops and says where to go on. */
+export const READ_SEARCH_BUDGET_MS = 500;
+
 /** The built-in read_output tool: a slice or search of a stored full tool output. */
 export async function readOutput(
   deps: Store,
@@ -24,11 +27,15 @@ export async function readOutput(
   const outputId = typeof input.outputId === 'string' ? input.outputId : '';
   const stored = await readToolOutput(deps.db, ctx.tenantId, ctx.sessionId, outputId);
   if (!stored) return { output: `No stored output with id "${outputId}" (it may have expired).` };
+  // A search runs on the event loop every session of this process shares: it stops after its
+  // time budget and says where to go on (the model's next call does, after other work ran).
+  const deadline = performance.now() + READ_SEARCH_BUDGET_MS;
   return {
     output: readOutputSlice(stored.content, {
       offset: typeof input.offset === 'number' ? input.offset : undefined,
       limit: typeof input.limit === 'number' ? input.limit : undefined,
       pattern: typeof input.pattern === 'string' ? input.pattern : undefined,
+      stop: () => performance.now() > deadline,
     }),
     title: `read_output ${outputId}`,
   };

@@ -12,10 +12,23 @@ export interface ReadOutputOptions {
   limit?: number;
   /** A regular expression (JavaScript syntax, run in linear time); else a literal substring. */
   pattern?: string;
+  /**
+   * Asked before each line a search tests: true stops it there, the answer saying where to go on
+   * (the worker passes a time budget: a search runs on the event loop every session shares).
+   */
+  stop?: () => boolean;
 }
 
 export const READ_LINE_MAX_CHARS = 2_000;
 export const READ_DEFAULT_MATCHES = 100;
+/** A longer pattern is searched for literally: the linear engine's cost per character grows with it. */
+export const READ_PATTERN_MAX_CHARS = 256;
+/**
+ * The linear engine's work on one line is about the pattern's length times the line's (some
+ * 0.5 µs a unit for the worst patterns): a line is tested up to this many units, so one line never
+ * holds the event loop much past a quarter of a second.
+ */
+export const READ_REGEX_LINE_WORK = 500_000;
 
 function clip(line: string): string {
   return line.length > READ_LINE_MAX_CHARS
@@ -55,11 +68,15 @@ export function linearRegexAvailable(): boolean {
  * substring test. `linear`: whether the engine is there (this process's V8, unless a test says).
  */
 export function compilePattern(pattern: string, linear = linearRegexAvailable()): (line: string) => boolean {
-  if (linear) {
+  if (linear && pattern.length <= READ_PATTERN_MAX_CHARS) {
     try {
       const re = new RegExp(pattern, 'l');
-      return (line) =>
-        re.test(line.length > 10 * READ_LINE_MAX_CHARS ? line.slice(0, 10 * READ_LINE_MAX_CHARS) : line);
+      // Each line is cut so that testing it stays within READ_REGEX_LINE_WORK.
+      const cut = Math.min(
+        10 * READ_LINE_MAX_CHARS,
+        Math.floor(READ_REGEX_LINE_WORK / Math.max(1, pattern.length)),
+      );
+      return (line) => re.test(line.length > cut ? line.slice(0, cut) : line);
     } catch {
       // not a valid regex, or not one the linear engine can run: a literal search
     }
@@ -102,7 +119,12 @@ function search(lines: string[], width: number, offset: number, opts: ReadOutput
   let total = 0;
   let lastShown = offset;
   let full = false;
+  let stoppedAt: number | undefined;
   for (let i = offset; i < lines.length; i++) {
+    if (opts.stop?.()) {
+      stoppedAt = i;
+      break;
+    }
     if (!test(lines[i]!)) continue;
     total++;
     if (full || out.length >= limit) continue; // keep counting matches only
@@ -116,6 +138,11 @@ function search(lines: string[], width: number, offset: number, opts: ReadOutput
     out.push(row);
     lastShown = i + 1;
   }
+  if (stoppedAt !== undefined)
+    return (
+      `${out.length > 0 ? `${out.join('\n')}\n\n` : ''}(The search stopped after line ${stoppedAt} (its time budget): ` +
+      `${total} matching lines so far, showing ${out.length}. Use offset=${stoppedAt} to search on.)`
+    );
   if (total === 0) return `(No lines match ${JSON.stringify(pattern)} after line ${offset}.)`;
   const footer =
     out.length < total
