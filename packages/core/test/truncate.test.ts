@@ -7,7 +7,7 @@ import {
   READ_REGEX_LINE_WORK,
   readOutputSlice,
 } from '../src/session/read-output.ts';
-import { estimateTokenizer } from '../src/session/tokens.ts';
+import { countCapped, EXACT_COUNT_CAP_CHARS, estimateTokenizer } from '../src/session/tokens.ts';
 import { ingestCap, truncateToolOutput, utf8Length } from '../src/session/truncate.ts';
 
 // The worker enables V8's linear-time regex engine at start (apps/worker/src/tools/read-output.ts);
@@ -192,6 +192,30 @@ describe('truncateToolOutput: the window share', () => {
     // Whole lines: the preview ends at a line boundary.
     const preview = cut.text.slice(0, cut.text.indexOf('\n\n...'));
     expect(preview.split('\n').every((l) => /^line \d+ x{20}$/.test(l))).toBe(true);
+  });
+
+  it('fits megabytes against a cap just below them with a bounded count (countCapped)', () => {
+    // 4 MB of lines, a cap a little under its count: an exact binary search counted the whole
+    // text some 25 times (seconds of a shared event loop); now the counting is bounded.
+    const big = Array.from({ length: 100_000 }, (_, i) => `row ${i} ${'w '.repeat(18)}`).join('\n');
+    let asked = 0;
+    const counting = {
+      count(t: string) {
+        asked += t.length;
+        return tokenizer.count(t);
+      },
+    };
+    const total = countCapped(tokenizer, big);
+    const cut = truncateToolOutput(big, {
+      outputId: 'out_big',
+      maxBytes: 16 * 1024 * 1024,
+      maxLines: 1_000_000,
+      maxTokens: total - 1_000,
+      tokenizer: counting,
+    });
+    expect(countCapped(tokenizer, cut.text)).toBeLessThanOrEqual(total - 1_000);
+    expect(cut.text.length).toBeGreaterThan(big.length / 2);
+    expect(asked).toBeLessThan(12 * EXACT_COUNT_CAP_CHARS);
   });
 
   it('keeps the end for tail outputs, and applies the tighter of the two caps', () => {

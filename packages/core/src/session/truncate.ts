@@ -157,9 +157,10 @@ export function truncateToolOutput(text: string, opts: TruncateOptions): Truncat
       bytes = utf8Length(preview);
       keptLines = preview === '' ? 0 : preview.split('\n').length;
       out = render(preview, bytes, keptLines, true);
-      const tokens = tokenizer.count(out);
-      // tokenizer.count and countCapped agree up to the exact-count cap.
-      counted = out.length <= EXACT_COUNT_CAP_CHARS ? { text: out, tokens } : undefined;
+      // Counted as the part will be (countCapped): exact up to the cap, estimated past it, so a
+      // preview of megabytes costs a bounded count however often this loop runs.
+      const tokens = countCapped(tokenizer, out);
+      counted = { text: out, tokens };
       const over = tokens - cap;
       if (over <= 0 || preview === '') break;
       budget -= over; // tokens merged differently at the joins: shrink by the excess and retry
@@ -177,15 +178,24 @@ export function truncateToolOutput(text: string, opts: TruncateOptions): Truncat
 }
 
 /**
- * The longest prefix (or suffix) of `text` within `maxTokens`, counted exactly: binary search on
- * the length, then back to a line boundary when one is in reach (whole lines read better).
+ * The longest prefix (or suffix) of `text` within `maxTokens`, counted as countCapped counts: a
+ * binary search on the length over the exactly counted range, then back to a line boundary when one
+ * is in reach (whole lines read better). Past the exact-count cap a count is an estimate anyway, so
+ * a longer fit is cut in proportion instead: a binary search of exact counts over megabytes (a
+ * tenant's 4 MiB answer against a cap just below it) held the event loop for seconds.
  */
 function fitTokens(text: string, maxTokens: number, tokenizer: Tokenizer, fromEnd: boolean): string {
   const slice = (n: number) => (fromEnd ? text.slice(text.length - n) : text.slice(0, n));
-  if (tokenizer.count(text) <= maxTokens) return text;
+  const total = countCapped(tokenizer, text);
+  if (total <= maxTokens) return text;
   let lo = 0;
   // A token rarely spans more than 16 characters: a tighter start for the search.
   let hi = Math.min(text.length, maxTokens * 16);
+  if (hi > EXACT_COUNT_CAP_CHARS) {
+    // In proportion, a little short (the caller checks the result and shrinks by any excess).
+    lo = Math.floor((text.length * maxTokens * 0.98) / total);
+    hi = lo;
+  }
   while (lo < hi) {
     const mid = Math.ceil((lo + hi) / 2);
     if (tokenizer.count(slice(mid)) <= maxTokens) lo = mid;
