@@ -292,4 +292,13 @@ describe('resourcesOf', () => {
     ).toEqual(['a/b.ts', 'c.md', 'https://example.com/x', 'docs/x.md', 'https://h/y']);
     expect(resourcesOf({ args: ['node', 'scripts/run.ts'], cmd: 42 })).toEqual(['scripts/run.ts']);
   });
+
+  it('trims quotes, commas and colons linearly, and skips tokens no one reads as a path', () => {
+    expect(resourcesOf({ command: `cp '"src/a.ts",' \`b/c.md\`: ''` })).toEqual(['src/a.ts', 'b/c.md']);
+    // A run of commas not at a token's end made the old trimming regex quadratic (minutes at this
+    // length); a token this long is skipped before any pattern runs.
+    expect(resourcesOf({ command: `${','.repeat(2_000_000)}x and/a.ts` })).toEqual(['and/a.ts']);
+    expect(resourcesOf({ command: `${'a'.repeat(1_025)}/b.ts` })).toEqual([]);
+    expect(resourcesOf({ command: `${'a'.repeat(1_000)}/b.ts` })).toEqual([`${'a'.repeat(1_000)}/b.ts`]);
+  });
 });

@@ -200,6 +200,7 @@ describe('truncateToolOutput: the window share', () => {
     const big = Array.from({ length: 100_000 }, (_, i) => `row ${i} ${'w '.repeat(18)}`).join('\n');
     let asked = 0;
     const counting = {
+      name: 'counting',
       count(t: string) {
         asked += t.length;
         return tokenizer.count(t);

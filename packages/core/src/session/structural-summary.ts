@@ -25,8 +25,10 @@ export function excerpt(text: string, max: number): string {
 }
 
 function oneLine(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, max)}…` : flat;
+  // Flattened from a bounded head: a tool input or output may be megabytes.
+  const head = text.length > 4 * max + 64 ? text.slice(0, 4 * max + 64) : text;
+  const flat = head.replace(/\s+/g, ' ').trim();
+  return flat.length > max || head !== text ? `${flat.slice(0, max)}…` : flat;
 }
 
 function userText(msg: WithParts): string {
@@ -51,6 +53,23 @@ const PATH_KEYS = new Set([
 ]);
 const LIST_KEYS = new Set(['paths', 'files', 'urls']);
 const COMMAND_KEYS = new Set(['command', 'cmd', 'args', 'script']);
+/**
+ * A command token longer than this is no path anyone reads: skipped before any pattern runs (the
+ * model writes the command, so possibly a tenant's endpoint, and a long run of commas made the old
+ * trimming regex quadratic: a 900,000-character argument held a worker for a quarter of an hour).
+ */
+const TOKEN_MAX_CHARS = 1_024;
+const QUOTES = new Set(["'", '"', '`']);
+const TRAILING = new Set(["'", '"', '`', ',', ':']);
+
+/** A command token without its leading quotes and its trailing quotes, commas and colons. */
+function trimToken(token: string): string {
+  let start = 0;
+  let end = token.length;
+  while (start < end && QUOTES.has(token[start]!)) start++;
+  while (end > start && TRAILING.has(token[end - 1]!)) end--;
+  return token.slice(start, end);
+}
 // A command token that looks like a path (has a slash) or a file name (has an extension), or a URL.
 const PATHISH =
   /^(https?:\/\/\S+|~?[\w.@+-]*\/[\w.@+/-]*[\w.@+-]|[\w@+-][\w.@+-]*\.[A-Za-z][A-Za-z0-9]{0,7})$/;
@@ -66,7 +85,8 @@ export function resourcesOf(input: Record<string, unknown>): string[] {
     } else if (COMMAND_KEYS.has(k)) {
       const text = Array.isArray(value) ? value.join(' ') : typeof value === 'string' ? value : '';
       for (const token of text.split(/[\s;|&<>()]+/)) {
-        const t = token.replace(/^['"`]+|['"`,:]+$/g, '');
+        if (token.length > TOKEN_MAX_CHARS) continue;
+        const t = trimToken(token);
         if (t && !t.startsWith('-') && PATHISH.test(t)) found.push(t);
       }
     }
