@@ -188,20 +188,13 @@ function fitTokens(text: string, maxTokens: number, tokenizer: Tokenizer, fromEn
   const slice = (n: number) => (fromEnd ? text.slice(text.length - n) : text.slice(0, n));
   const total = countCapped(tokenizer, text);
   if (total <= maxTokens) return text;
-  let lo = 0;
-  // A token rarely spans more than 16 characters: a tighter start for the search.
-  let hi = Math.min(text.length, maxTokens * 16);
-  if (hi > EXACT_COUNT_CAP_CHARS) {
-    // In proportion, a little short (the caller checks the result and shrinks by any excess).
-    lo = Math.floor((text.length * maxTokens * 0.98) / total);
-    hi = lo;
-  }
-  while (lo < hi) {
-    const mid = Math.ceil((lo + hi) / 2);
-    if (tokenizer.count(slice(mid)) <= maxTokens) lo = mid;
-    else hi = mid - 1;
-  }
-  let n = lo;
+  // A token rarely spans more than 16 characters: no fit is longer than this.
+  const longest = Math.min(text.length, maxTokens * 16);
+  let n =
+    longest > EXACT_COUNT_CAP_CHARS
+      ? // In proportion, a little short (the caller checks the result and shrinks by any excess).
+        Math.floor((text.length * maxTokens * 0.98) / total)
+      : longestWithin(longest, maxTokens, (m) => tokenizer.count(slice(m)));
   // Never split a surrogate pair.
   const edge = fromEnd ? text.charCodeAt(text.length - n) : text.charCodeAt(n - 1);
   if (n > 0 && (fromEnd ? isLow(edge) : isHigh(edge))) n--;
@@ -209,6 +202,17 @@ function fitTokens(text: string, maxTokens: number, tokenizer: Tokenizer, fromEn
   const nl = fromEnd ? cut.indexOf('\n') : cut.lastIndexOf('\n');
   if (nl > 0 && nl < cut.length - 1) return fromEnd ? cut.slice(nl + 1) : cut.slice(0, nl);
   return cut;
+}
+
+/** The largest length in [0, hi] whose count is within `maxTokens` (counts grow with the length). */
+function longestWithin(hi: number, maxTokens: number, count: (length: number) => number): number {
+  let lo = 0;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (count(mid) <= maxTokens) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
 }
 
 /**
