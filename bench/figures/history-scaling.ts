@@ -78,6 +78,11 @@ async function loopRun(sessionId: string, size?: number): Promise<SizeRun> {
   await mock.request({ type: 'reset' });
   const stopProfile =
     args.profile && size !== undefined && !profiles.has(size) ? await startProfiler() : undefined;
+  // This turn's steps only: the session's earlier turns are in the same table.
+  const before = await sql<{ step: number | null }>`
+    select max(step)::int as step from steps
+    where session_id = ${sessionId} and kind = 'step'`.execute(svc.db);
+  const after = before.rows[0]?.step ?? -1;
   const cpu0 = process.cpuUsage();
   await send(svc.url, tenant, sessionId, 'Run the bench chain.');
   // Polled every 250 ms: the poll runs in this process and its CPU is counted with the steps'.
@@ -87,7 +92,7 @@ async function loopRun(sessionId: string, size?: number): Promise<SizeRun> {
   if (final.status !== 'idle') throw new Error(`session ended ${final.status}: ${final.statusDetail}`);
   const { rows } = await sql<{ ms: number }>`
     select (extract(epoch from started_at) * 1000)::float8 as ms from steps
-    where session_id = ${sessionId} and kind = 'step' order by step`.execute(svc.db);
+    where session_id = ${sessionId} and kind = 'step' and step > ${after} order by step`.execute(svc.db);
   const starts = rows.map((r) => r.ms);
   const bodies = (await mock.request<number[]>({ type: 'serialise' })) ?? [];
   const model = (await mock.request<number[]>({ type: 'replay' })) ?? [];
