@@ -20,6 +20,10 @@ const MISSING = 0x7fffffff;
 /** Pieces longer than this are counted in chunks (BpeCounter.#longPiece). */
 const PIECE_LIMIT = 512;
 const PIECE_CHUNK = 256;
+/** Pieces of at least this many UTF-8 bytes merge through a heap (BpeCounter.#heapMerge). */
+const HEAP_MERGE_FROM = 16;
+/** A heap key's base for starts and ends (above the longest piece's bytes, PIECE_LIMIT × 3). */
+const SPAN = 2048;
 
 /**
  * tiktoken's split pattern for JavaScript: Rust's `\s` is Unicode White_Space, JavaScript's also
@@ -35,6 +39,8 @@ class RankTable {
   readonly #start: Uint32Array;
   readonly #slots: Int32Array;
   readonly #mask: number;
+  /** The rank of every two-byte token by its bytes (b0 << 8 | b1): a merge's first pairs, unhashed. */
+  readonly #twoBytes: Int32Array;
 
   /** `bytes[start[r], start[r + 1])` are the bytes of rank r. */
   constructor(bytes: Uint8Array, start: Uint32Array) {
@@ -45,7 +51,10 @@ class RankTable {
     while (size < count * 2.5) size <<= 1;
     this.#slots = new Int32Array(size);
     this.#mask = size - 1;
+    this.#twoBytes = new Int32Array(65_536).fill(MISSING);
     for (let rank = 0; rank < count; rank++) {
+      if (start[rank + 1]! - start[rank]! === 2)
+        this.#twoBytes[(bytes[start[rank]!]! << 8) | bytes[start[rank]! + 1]!] = rank;
       let slot = hash(bytes, start[rank]!, start[rank + 1]!) & this.#mask;
       while (this.#slots[slot] !== EMPTY) slot = (slot + 1) & this.#mask;
       this.#slots[slot] = rank + 1;
@@ -55,6 +64,7 @@ class RankTable {
   /** The rank of `buf[from, to)`, or MISSING. */
   rank(buf: Uint8Array, from: number, to: number): number {
     const len = to - from;
+    if (len === 2) return this.#twoBytes[(buf[from]! << 8) | buf[from + 1]!]!;
     let slot = hash(buf, from, to) & this.#mask;
     for (;;) {
       const entry = this.#slots[slot]!;
@@ -121,6 +131,10 @@ export class BpeCounter {
   readonly #buf = new Uint8Array(PIECE_LIMIT * 3);
   readonly #bounds = new Int32Array(PIECE_LIMIT * 3 + 1);
   readonly #pairRanks = new Int32Array(PIECE_LIMIT * 3 + 1);
+  // The heap merge's state (#heapMerge): each part's neighbours by start byte, and the heap.
+  readonly #next = new Int32Array(PIECE_LIMIT * 3 + 1);
+  readonly #prev = new Int32Array(PIECE_LIMIT * 3 + 1);
+  readonly #heap = new Float64Array(PIECE_LIMIT * 9 + 8);
 
   constructor(file: RankFile) {
     const { bytes, start } = decodeRanks(file.bpe_ranks);
@@ -142,7 +156,12 @@ export class BpeCounter {
     if (known !== undefined) return known;
     if (piece.length > PIECE_LIMIT) return this.#longPiece(piece);
     const len = utf8Into(piece, this.#buf);
-    const n = this.#ranks.rank(this.#buf, 0, len) !== MISSING ? 1 : this.#merge(len);
+    const n =
+      this.#ranks.rank(this.#buf, 0, len) !== MISSING
+        ? 1
+        : len < HEAP_MERGE_FROM
+          ? this.#merge(len)
+          : this.#heapMerge(len);
     if (piece.length <= 24) {
       if (this.#seen.size >= 32_768) this.#seen.clear();
       this.#seen.set(piece, n);
@@ -182,6 +201,82 @@ export class BpeCounter {
       pair[at] = at + 1 < parts ? ranks.rank(buf, bounds[at]!, bounds[at + 2]!) : MISSING;
       if (at > 0) pair[at - 1] = ranks.rank(buf, bounds[at - 1]!, bounds[at + 1]!);
     }
+  }
+
+  /**
+   * The same merges as #merge, in the same order, for a long piece (a run of CJK characters is one
+   * piece of the split pattern, up to PIECE_LIMIT characters): #merge scans every pair and shifts
+   * the arrays at each join, the square of the piece's length; here the pairs wait in a binary heap
+   * keyed by (rank, start byte), so the lowest rank pops first and the leftmost of equal ranks
+   * before the others, and a join costs the log of the pairs. A pair whose parts changed since it
+   * was pushed is stale: its span no longer matches the parts at its start, and it is skipped.
+   * Parts are linked by start byte (`next`, `prev`; `next` is -1 once a part was joined to the one
+   * before it). A heap key packs rank, start and end (each start and end < 2048, the rank < 2^31:
+   * under 2^53, exact in a double).
+   */
+  #heapMerge(len: number): number {
+    const buf = this.#buf;
+    const ranks = this.#ranks;
+    const next = this.#next;
+    const prev = this.#prev;
+    const heap = this.#heap;
+    let size = 0;
+    const push = (rank: number, start: number, end: number) => {
+      const key = (rank * SPAN + start) * SPAN + end;
+      let i = size++;
+      while (i > 0) {
+        const up = (i - 1) >> 1;
+        if (heap[up]! <= key) break;
+        heap[i] = heap[up]!;
+        i = up;
+      }
+      heap[i] = key;
+    };
+    for (let i = 0; i < len; i++) {
+      next[i] = i + 1;
+      prev[i] = i - 1;
+    }
+    for (let i = 0; i < len - 1; i++) {
+      const rank = ranks.rank(buf, i, i + 2);
+      if (rank !== MISSING) push(rank, i, i + 2);
+    }
+    let parts = len;
+    while (size > 0) {
+      const key = heap[0]!;
+      // Pop: the last key sifts down from the root.
+      const last = heap[--size]!;
+      let i = 0;
+      for (;;) {
+        let child = 2 * i + 1;
+        if (child >= size) break;
+        if (child + 1 < size && heap[child + 1]! < heap[child]!) child++;
+        if (heap[child]! >= last) break;
+        heap[i] = heap[child]!;
+        i = child;
+      }
+      heap[i] = last;
+      const end = key % SPAN;
+      const start = Math.floor(key / SPAN) % SPAN;
+      const right = next[start]!;
+      // Stale: the part at `start` was joined to the one before it, is the last part, or the part
+      // after it no longer ends at `end` (it was joined to its own next one).
+      if (right < 0 || right >= len || next[right] !== end) continue;
+      // Join `start` with `right`; the new part ends where `right` ended.
+      next[start] = end;
+      next[right] = -1;
+      if (end < len) prev[end] = start;
+      parts--;
+      if (end < len) {
+        const rank = ranks.rank(buf, start, next[end]!);
+        if (rank !== MISSING) push(rank, start, next[end]!);
+      }
+      const before = prev[start]!;
+      if (before >= 0) {
+        const rank = ranks.rank(buf, before, end);
+        if (rank !== MISSING) push(rank, before, end);
+      }
+    }
+    return parts;
   }
 
   /**

@@ -125,6 +125,37 @@ describe.each(['o200k_base', 'cl100k_base'] as const)('BpeCounter (%s)', (name) 
     expect(mismatches.map((t) => t.slice(0, 80))).toEqual([]);
   });
 
+  // Pieces of 16 bytes and more merge through a heap (bpe.ts #heapMerge), shorter ones by a scan:
+  // long runs of one script's letters (one piece each: CJK, Hangul, Cyrillic, Latin with accents
+  // and marks, Thai), punctuation and digits, up to the 512 characters counted whole.
+  const LETTERS = [
+    '日本語の文字列',
+    '中文分词测试',
+    '한국어텍스트',
+    'ПриветМир',
+    'éèêëàâçôûü',
+    'e\u0301a\u0300',
+    'ไทยภาษา',
+    'abcxyzq',
+  ];
+  const longPieces = fc
+    .tuple(
+      fc.constantFrom(...LETTERS),
+      fc.array(fc.nat(), { minLength: 4, maxLength: 200 }),
+      fc.constantFrom('', ' ', '.', '1234'),
+    )
+    .map(([letters, picks, tail]) => {
+      const chars = [...letters];
+      return picks.map((k) => chars[k % chars.length]).join('') + tail;
+    });
+
+  it('merges long pieces (the heap merge) as tiktoken does', () => {
+    fc.assert(
+      fc.property(longPieces, (text) => ours.count(text) === tiktoken(text)),
+      { seed: SEED, numRuns: 1_000 },
+    );
+  });
+
   it('counts a piece the second time as the first (its cache) and long pieces merged', () => {
     const word = 'antidisestablishmentarianism';
     expect(ours.count(word)).toBe(tiktoken(word));
