@@ -126,8 +126,8 @@ describe.each(['o200k_base', 'cl100k_base'] as const)('BpeCounter (%s)', (name) 
   });
 
   // Pieces of 16 bytes and more merge through a heap (bpe.ts #heapMerge), shorter ones by a scan:
-  // long runs of one script's letters (one piece each: CJK, Hangul, Cyrillic, Latin with accents
-  // and marks, Thai), punctuation and digits, up to the 512 characters counted whole.
+  // runs of 4 to 200 letters of one script (one piece each: Japanese, Chinese, Hangul, Cyrillic,
+  // Latin with accents and combining marks, Thai, ASCII), ending in nothing, a space, a dot or digits.
   const LETTERS = [
     '日本語の文字列',
     '中文分词测试',
@@ -198,6 +198,12 @@ describe('BpeCounter on pieces a tenant makes as long as it likes', () => {
 
   it('counts a piece of exactly 512 characters whole, as tiktoken does', () => {
     const piece = ' '.repeat(512);
+    expect(ours.count(piece)).toBe(ref.encode_ordinary(piece).length);
+  });
+
+  it('merges the longest piece counted whole (512 CJK characters, 1,536 bytes) as tiktoken does', () => {
+    const chars = [...'中文分词测试日本語の文字列'];
+    const piece = Array.from({ length: 512 }, (_, i) => chars[(i * 7) % chars.length]).join('');
     expect(ours.count(piece)).toBe(ref.encode_ordinary(piece).length);
   });
 });
